@@ -1,0 +1,33 @@
+"""`sandbench audit RUN_DIR`: re-check a run's stored guard snapshots offline."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import typer
+
+from orchestrator import guards
+from orchestrator.cli._common import Json, emit_json, table
+
+
+def audit(run_dir: Path = typer.Argument(..., file_okay=False, help="A run directory."),
+          as_json: bool = Json) -> None:
+    """Recompute every guard from the stored snapshots, with no engine. Exits 1 when a guard
+    fails, an arm was never probed, or the stored verdict differs from the recomputed one."""
+    audited = guards.audit(run_dir)
+    if as_json:
+        emit_json([{"arm": a.arm, "ok": a.ok, "probed": a.probed,
+                    "matches_stored": a.matches_stored,
+                    "guards": [dataclasses.asdict(r) for r in a.results]} for a in audited])
+    else:
+        for a in audited:
+            state = "ok" if a.ok else "FAILED"
+            notes = [] if a.probed else ["never probed: refused from outside"]
+            if not a.matches_stored:
+                notes.append("stored verdict differs from the recomputed one")
+            typer.echo(f"\n{a.arm}: {state}" + (f" ({'; '.join(notes)})" if notes else ""))
+            typer.echo(table([{**dataclasses.asdict(r), "ok": "ok" if r.ok else "FAIL"}
+                              for r in a.results], ["guard", "side", "ok", "expected", "found"]))
+    if not audited or not all(a.ok for a in audited):
+        raise typer.Exit(1)

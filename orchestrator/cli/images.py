@@ -1,0 +1,69 @@
+"""`sandbench images`: build, list, verify, export and import the pinned images."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import typer
+
+from orchestrator import images
+from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, table
+from orchestrator.engine import Engine
+
+app = typer.Typer(no_args_is_help=True, help="Pinned image recipes and the host's image lock.")
+
+
+@app.command("build")
+def build(names: list[str] = typer.Argument(None, help="Images to build (default: all)."),
+          dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be built."),
+          bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
+    """Build images whose recipe changed or whose image is missing; skip the rest."""
+    cfg = settings(bench_root)
+    engine = None if dry_run else Engine.connect()
+    outcomes = images.build(engine, cfg, names or (), dry_run=dry_run)
+    if as_json:
+        emit_json([dataclasses.asdict(o) for o in outcomes])
+        return
+    typer.echo(table([dataclasses.asdict(o) for o in outcomes],
+                     ["name", "action", "reason", "tag", "seconds"]))
+
+
+@app.command("ls")
+def ls(bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
+    """Every recipe with its locked image, size and build time."""
+    rows = images.listing(Engine.connect(), settings(bench_root))
+    if as_json:
+        emit_json(rows)
+        return
+    typer.echo(table(rows, ["name", "parent", "tag", "present", "size_bytes", "build_seconds",
+                            "tool_version"]))
+
+
+@app.command("verify")
+def verify(bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
+    """Local images against the lock; exits 1 when any is missing, stale or mismatched."""
+    checks = images.verify(Engine.connect(), settings(bench_root))
+    if as_json:
+        emit_json([dataclasses.asdict(c) for c in checks])
+    else:
+        typer.echo(table([dataclasses.asdict(c) for c in checks], ["name", "status", "detail"]))
+    if any(c.status != "ok" for c in checks):
+        raise typer.Exit(1)
+
+
+@app.command("export")
+def export(names: list[str] = typer.Argument(..., help="Images to export (with parents)."),
+           output: Path = typer.Option(..., "-o", "--output", help="Archive to write."),
+           bench_root: Path = BenchRoot) -> None:
+    """A `docker save` archive of the locked images, with a sidecar holding its sha256."""
+    sidecar = images.export(Engine.connect(), settings(bench_root), names, output)
+    typer.echo(f"wrote {output} and {sidecar}")
+
+
+@app.command("import")
+def import_(archive: Path = typer.Argument(..., exists=True, dir_okay=False),
+            bench_root: Path = BenchRoot) -> None:
+    """Load an exported archive after checking its sha256; adopt its lock entries."""
+    names = images.import_(Engine.connect(), settings(bench_root), archive)
+    typer.echo(f"imported {', '.join(names)}")

@@ -1,0 +1,54 @@
+"""`sandbench sandbox`: start arm sandboxes, verify their guards, run a command in one."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import typer
+
+from orchestrator import selfcheck
+from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, table
+from orchestrator.engine import Engine
+
+app = typer.Typer(no_args_is_help=True, help="Hardened per-arm containers.")
+
+
+@app.command("check")
+def check(arms: list[str] = typer.Argument(None, help="Arms to check (default: all)."),
+          bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
+    """Start each arm's container, verify and print every guard, remove the container.
+    Exits 1 when any arm is refused."""
+    run_dir, checks = selfcheck.check(Engine.connect(), settings(bench_root), arms or [])
+    if as_json:
+        emit_json({"run_dir": str(run_dir), "arms": [
+            {"arm": c.arm, "ok": c.ok, "refused": c.refused,
+             "guards": [dataclasses.asdict(r) for r in c.results]} for c in checks]})
+    else:
+        for c in checks:
+            typer.echo(f"\n{c.arm}: {'all guards verified' if c.ok else 'REFUSED'}")
+            typer.echo(table([{**dataclasses.asdict(r), "ok": "ok" if r.ok else "FAIL"}
+                              for r in c.results], ["guard", "side", "ok", "expected", "found"]))
+        typer.echo(f"\nsnapshots: {run_dir} (re-check offline: sandbench audit {run_dir})")
+    if not all(c.ok for c in checks):
+        raise typer.Exit(1)
+
+
+@app.command("exec")
+def exec_(arm: str = typer.Argument(..., help="The arm whose sandbox runs the command."),
+          argv: list[str] = typer.Argument(..., help="The command, after --."),
+          timeout: float = typer.Option(600, help="Seconds before the process tree is killed."),
+          bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
+    """Run one command in a verified sandbox and keep its complete transcript."""
+    run_dir, record = selfcheck.exec_once(Engine.connect(), settings(bench_root), arm, argv,
+                                          timeout)
+    cell = run_dir / "cells" / arm / "exec"
+    if as_json:
+        emit_json({"cell": str(cell), "record": record.to_json()})
+        return
+    t = record.timing
+    typer.echo(f"outcome {record.outcome}  exit {record.exit['exit_code']}  "
+               f"signal {record.exit['signal']}  wall {t['wall_ns'] / 1e6 if t['wall_ns'] else '-'} ms  "
+               f"stdout {record.stdout.bytes_total} B  stderr {record.stderr.bytes_total} B"
+               + (f"  flags {','.join(record.flags)}" if record.flags else ""))
+    typer.echo(f"transcript: {cell}")

@@ -1,0 +1,321 @@
+"""The isolation policy: what a sandbox must look like, checked from outside (the engine's
+inspect) and from inside (the helper's probe), and re-checked offline by `audit`.
+
+The policy is plain data stored with the run, and the checks are pure functions of the
+policy and the two snapshots, so an auditor on another machine recomputes every verdict
+from the run directory alone. Fail closed: a guard that cannot be read is a failed guard.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import InputError
+from orchestrator.fsutil import atomic_write_json
+
+PROBE_LOOKUP = "example.com"  # RFC 2606 documentation domain: resolvable only with a network
+PROBE_WRITE = "/.sandbench-probe-root-write"
+
+# Mount points the engine itself provides in every container (docker's defaults, its masked
+# and read-only /proc and /sys paths, and docker-init for --init).
+ENGINE_MOUNTS = {"/", "/proc", "/dev", "/dev/pts", "/dev/mqueue", "/dev/shm", "/sys",
+                 "/sys/fs/cgroup", "/etc/resolv.conf", "/etc/hostname", "/etc/hosts",
+                 "/sbin/docker-init", "/usr/sbin/docker-init", "/dev/console"}
+ENGINE_MOUNT_PREFIXES = ("/proc/", "/sys/fs/cgroup/", "/sys/firmware", "/sys/devices/virtual/",
+                         "/dev/")
+
+
+@dataclass(frozen=True)
+class GuardResult:
+    guard: str
+    side: str  # outside | inside
+    expected: Any
+    found: Any
+    ok: bool
+
+
+@dataclass(frozen=True)
+class DeclaredMount:
+    source: str
+    target: str
+    read_only: bool
+
+
+@dataclass(frozen=True)
+class GuardPolicy:
+    """Everything a sandbox is checked against, resolved when it is created."""
+
+    run_id: str
+    arm: str
+    image_id: str
+    user: str
+    env: list[str]
+    mounts: list[DeclaredMount]
+    tmpfs: dict[str, str]
+    memory_bytes: int
+    pids: int
+    nano_cpus: int
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], source: Path) -> GuardPolicy:
+        try:
+            values = dict(data)
+            values["mounts"] = [DeclaredMount(**m) for m in data["mounts"]]
+            return cls(**values)
+        except (KeyError, TypeError) as exc:
+            raise InputError(f"{source}: not a guard policy: {exc}", file=str(source)) from exc
+
+    @property
+    def uid_gid(self) -> tuple[int, int]:
+        uid, gid = self.user.split(":")
+        return int(uid), int(gid)
+
+
+def _result(guard: str, side: str, expected: Any, found: Any, ok: bool | None = None
+            ) -> GuardResult:
+    return GuardResult(guard, side, expected, found, expected == found if ok is None else ok)
+
+
+def check_outside(policy: GuardPolicy, inspect: dict[str, Any]) -> list[GuardResult]:
+    """Guards read from the engine's view of the container."""
+    host = inspect.get("HostConfig") or {}
+    config = inspect.get("Config") or {}
+    out = "outside"
+    cap_drop = sorted(c.upper() for c in host.get("CapDrop") or [])
+    security = host.get("SecurityOpt") or []
+    mounts = sorted((m.get("Type"), m.get("Source"), m.get("Destination"), bool(m.get("RW")))
+                    for m in inspect.get("Mounts") or [])
+    declared = sorted(("bind", m.source, m.target, not m.read_only) for m in policy.mounts)
+    networks = sorted((inspect.get("NetworkSettings") or {}).get("Networks") or {})
+    user = config.get("User") or ""
+    return [
+        _result("network_mode", out, "none", host.get("NetworkMode")),
+        _result("networks", out, ["none"], networks),
+        _result("privileged", out, False, host.get("Privileged")),
+        _result("cap_drop", out, ["ALL"], cap_drop),
+        _result("cap_add", out, [], sorted(host.get("CapAdd") or [])),
+        _result("read_only_root", out, True, host.get("ReadonlyRootfs")),
+        _result("user", out, policy.user, user,
+                ok=user == policy.user and user.split(":")[0] not in ("", "0", "root")),
+        _result("no_new_privileges", out, "no-new-privileges:true", security,
+                ok=any(s in ("no-new-privileges", "no-new-privileges:true") for s in security)),
+        _result("memory_bytes", out, policy.memory_bytes, host.get("Memory")),
+        _result("memory_swap_bytes", out, policy.memory_bytes, host.get("MemorySwap")),
+        _result("pids_limit", out, policy.pids, host.get("PidsLimit")),
+        _result("nano_cpus", out, policy.nano_cpus, host.get("NanoCpus")),
+        _result("init", out, True, host.get("Init")),
+        _result("tmpfs", out, policy.tmpfs, host.get("Tmpfs") or {}),
+        _result("mounts", out, declared, mounts),
+        _result("docker_socket", out, "not mounted",
+                "mounted" if any("docker.sock" in str(m[1]) for m in mounts) else "not mounted"),
+        _result("devices", out, [], host.get("Devices") or []),
+        _result("host_namespaces", out, [], sorted(
+            k for k in ("PidMode", "IpcMode", "UTSMode", "UsernsMode", "CgroupnsMode")
+            if host.get(k) == "host")),
+        _result("image_id", out, policy.image_id, inspect.get("Image")),
+        _result("env", out, sorted(policy.env), sorted(config.get("Env") or [])),
+        _result("labels", out, policy.labels, {k: (config.get("Labels") or {}).get(k)
+                                               for k in policy.labels}),
+    ]
+
+
+def _hex_zero(value: Any) -> bool:
+    try:
+        return int(str(value), 16) == 0
+    except ValueError:
+        return False
+
+
+def _engine_mount(point: str) -> bool:
+    return point in ENGINE_MOUNTS or point.startswith(ENGINE_MOUNT_PREFIXES)
+
+
+def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult]:
+    """Guards read from the helper's probe inside the container, plus what the host-side
+    loopback canary saw while the probe ran."""
+    facts = probe.get("facts") or {}
+    canary = probe.get("canary") or {}
+    status = facts.get("status") or {}
+    inside = "inside"
+    uid, gid = policy.uid_gid
+    lookup = facts.get("lookup") or {}
+    connect = facts.get("connect") or {}
+    write = facts.get("write") or {}
+    mounts = facts.get("mounts") or []
+    by_point = {m.get("mount_point"): m for m in mounts}
+    root_opts = str((by_point.get("/") or {}).get("options") or "").split(",")
+    routes = [*(facts.get("routes_v4") or []), *(facts.get("routes_v6") or [])]
+    off_lo = [r for r in routes if _route_device(r) != "lo"]
+    declared = {m.target: m for m in policy.mounts}
+    expected_points = sorted([*declared, *policy.tmpfs])
+    found_points = sorted(p for p in by_point if not _engine_mount(p) or p in declared
+                          or p in policy.tmpfs)
+    wrong_mode = sorted(t for t, m in declared.items() if t in by_point and
+                        ("ro" in str(by_point[t].get("options")).split(",")) != m.read_only)
+    return [
+        _result("interfaces", inside, ["lo"], facts.get("interfaces")),
+        _result("routes", inside, "only via lo", off_lo or "only via lo"),
+        _result("name_lookup", inside, f"{PROBE_LOOKUP} does not resolve",
+                lookup.get("error") or "resolved", ok=lookup.get("ok") is False),
+        _result("loopback_tcp", inside, "connect to the host's 127.0.0.1 fails",
+                connect.get("error") or "connected", ok=connect.get("ok") is False
+                and canary.get("tcp_accepted", 1) == 0),
+        _result("loopback_udp", inside, "no datagram reaches the host's 127.0.0.1",
+                f"{canary.get('udp_received', 'unknown')} datagram(s) received",
+                ok=canary.get("udp_received", 1) == 0),
+        _result("root_writable", inside, "write to / fails", write.get("error") or "written",
+                ok=write.get("ok") is False),
+        _result("root_read_only_mount", inside, "ro", "ro" if "ro" in root_opts else root_opts,
+                ok="ro" in root_opts),
+        _result("uid", inside, uid, facts.get("uid"), ok=facts.get("uid") == uid and uid != 0),
+        _result("gid", inside, gid, facts.get("gid"), ok=facts.get("gid") == gid),
+        _result("cap_eff", inside, "0", status.get("CapEff"), ok=_hex_zero(status.get("CapEff"))),
+        _result("cap_bnd", inside, "0", status.get("CapBnd"), ok=_hex_zero(status.get("CapBnd"))),
+        _result("cap_amb", inside, "0", status.get("CapAmb"), ok=_hex_zero(status.get("CapAmb"))),
+        _result("no_new_privs", inside, 1, status.get("NoNewPrivs")),
+        _result("mount_list", inside, expected_points, found_points),
+        _result("mount_modes", inside, [], wrong_mode),
+    ]
+
+
+def _route_device(line: str) -> str:
+    """The device of a /proc/net/route line (first field) or ipv6_route line (last field)."""
+    fields = line.split()
+    if not fields:
+        return ""
+    return fields[-1] if len(fields) == 10 and len(fields[0]) == 32 else fields[0]
+
+
+def failures(results: list[GuardResult]) -> list[GuardResult]:
+    return [r for r in results if not r.ok]
+
+
+# -- the host-side canary ---------------------------------------------------------------------
+
+@dataclass
+class Canary:
+    """A TCP listener and a UDP socket on the host's 127.0.0.1, counting whatever reaches
+    them: a probe's failed connect only counts when nothing arrived here either."""
+
+    port: int
+    tcp_accepted: int = 0
+    udp_received: int = 0
+
+    def snapshot(self) -> dict[str, int]:
+        return {"port": self.port, "tcp_accepted": self.tcp_accepted,
+                "udp_received": self.udp_received}
+
+
+@contextmanager
+def loopback_canary() -> Iterator[Canary]:
+    for _ in range(20):
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tcp.bind(("127.0.0.1", 0))
+        port = tcp.getsockname()[1]
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            udp.bind(("127.0.0.1", port))
+            break
+        except OSError:
+            tcp.close()
+            udp.close()
+    else:  # pragma: no cover - twenty collisions in a row
+        raise OSError("could not bind a TCP and UDP port pair on 127.0.0.1")
+    tcp.listen(8)
+    tcp.settimeout(0.2)
+    udp.settimeout(0.2)
+    canary = Canary(port)
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            for sock in (tcp, udp):
+                try:
+                    if sock is tcp:
+                        conn, _ = tcp.accept()
+                        conn.close()
+                        canary.tcp_accepted += 1
+                    else:
+                        udp.recvfrom(65536)
+                        canary.udp_received += 1
+                except (TimeoutError, OSError):
+                    continue
+
+    thread = threading.Thread(target=watch, name="sandbench-canary", daemon=True)
+    thread.start()
+    try:
+        yield canary
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        tcp.close()
+        udp.close()
+
+
+# -- snapshots on disk ------------------------------------------------------------------------
+
+SNAPSHOT_FILES = ("policy.json", "inspect.json", "probe.json", "verdict.json")
+
+
+def store(folder: Path, policy: GuardPolicy, inspect: dict[str, Any],
+          probe: dict[str, Any] | None, results: list[GuardResult]) -> None:
+    """Both snapshots and the verdict, so `audit` can recompute it without an engine."""
+    atomic_write_json(folder / "policy.json", policy.to_json())
+    atomic_write_json(folder / "inspect.json", inspect)
+    if probe is not None:
+        atomic_write_json(folder / "probe.json", probe)
+    atomic_write_json(folder / "verdict.json", [asdict(r) for r in results])
+
+
+@dataclass(frozen=True)
+class AuditedArm:
+    arm: str
+    folder: Path
+    results: list[GuardResult]
+    matches_stored: bool
+    probed: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.probed and self.matches_stored and not failures(self.results)
+
+
+def _load(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: guard snapshot is missing", file=str(path)) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: guard snapshot does not parse: {exc}",
+                         file=str(path)) from exc
+
+
+def audit(run_dir: Path) -> list[AuditedArm]:
+    """Recompute every arm's guards from the stored snapshots, offline."""
+    root = run_dir / "guards"
+    if not root.is_dir():
+        raise InputError(f"{run_dir}: no guards/ folder: not a sandbench run directory",
+                         file=str(run_dir))
+    audited = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        policy = GuardPolicy.from_json(_load(folder / "policy.json"), folder / "policy.json")
+        inspect = _load(folder / "inspect.json")
+        results = check_outside(policy, inspect)
+        probed = (folder / "probe.json").exists()
+        if probed:
+            results += check_inside(policy, _load(folder / "probe.json"))
+        stored = _load(folder / "verdict.json")
+        recomputed = json.loads(json.dumps([asdict(r) for r in results]))
+        audited.append(AuditedArm(folder.name, folder, results, recomputed == stored, probed))
+    return audited

@@ -1,0 +1,48 @@
+"""structlog, configured once: human-readable on a terminal, JSON lines into a run directory."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import structlog
+
+_run_log: TextIO | None = None
+
+
+def _tee_to_run_log(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    if _run_log is not None:
+        _run_log.write(json.dumps(event, default=str, sort_keys=True) + "\n")
+        _run_log.flush()
+    return event
+
+
+def configure(run_log: Path | None = None, *, stream: TextIO | None = None) -> None:
+    """Console rendering on a TTY, JSON lines otherwise; every event also goes to `run_log`."""
+    global _run_log
+    if _run_log is not None:
+        _run_log.close()
+        _run_log = None
+    if run_log is not None:
+        run_log.parent.mkdir(parents=True, exist_ok=True)
+        _run_log = open(run_log, "a", encoding="utf-8")
+    out = stream or sys.stderr
+    renderer = (structlog.dev.ConsoleRenderer(colors=True) if out.isatty()
+                else structlog.processors.JSONRenderer(sort_keys=True))
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            _tee_to_run_log,
+            renderer,
+        ],
+        logger_factory=structlog.PrintLoggerFactory(out),
+        cache_logger_on_first_use=False,
+    )
+
+
+def get(name: str | None = None) -> Any:
+    return structlog.get_logger(name)

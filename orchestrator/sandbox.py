@@ -1,0 +1,352 @@
+"""One long-lived, hardened container per (run, arm), and the exec path into it.
+
+The container is created from the locked image id with no network, a read-only root, a
+size-limited /tmp, no capabilities, no-new-privileges, a non-root user, pids/memory/CPU
+limits and an init process. It holds only the mounts the caller declares and exactly the
+environment the arm declares. Every measured command runs through `docker exec` wrapped by
+`sandbench-exec`, which times the tool's process tree inside the container and frames its
+output so the tool cannot forge the figures.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import docker.types
+import requests.exceptions
+
+from orchestrator import engine as eng
+from orchestrator import execproto, guards, log
+from orchestrator.engine import Engine
+from orchestrator.errors import EngineError, GuardViolation, SandbenchError
+from orchestrator.transcripts import ExecRecord, StreamInfo, classify, timing_flags, write_record
+
+HELPER = "/usr/local/bin/sandbench-exec"
+GIB = 1 << 30
+MIB = 1 << 20
+HOST_MARGIN_S = 30.0
+
+logger = log.get(__name__)
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_bytes: int = 4 * GIB
+    pids: int = 512
+    cpus: float = 2.0
+    tmp_bytes: int = 512 * MIB
+
+    @property
+    def nano_cpus(self) -> int:
+        return int(self.cpus * 1e9)
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: Path
+    target: str
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    run_id: str
+    arm: str
+    image_id: str
+    tool_version: str
+    user: str
+    env: dict[str, str]
+    mounts: tuple[Mount, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    workdir: str = "/"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return eng.base_labels(**{eng.LABEL_RUN: self.run_id, eng.LABEL_ARM: self.arm,
+                                  eng.LABEL_TOOL_VERSION: self.tool_version[:200]})
+
+    @property
+    def tmpfs(self) -> dict[str, str]:
+        return {"/tmp": f"rw,nosuid,nodev,size={self.limits.tmp_bytes},mode=1777"}
+
+    def create_kwargs(self) -> dict[str, Any]:
+        """Exactly what the engine is asked for; compose export renders the same settings."""
+        return {
+            "image": self.image_id,
+            "command": [HELPER, "idle"],
+            "entrypoint": [],
+            "user": self.user,
+            "environment": [f"{k}={v}" for k, v in sorted(self.env.items())],
+            "working_dir": self.workdir,
+            "network_mode": "none",
+            "read_only": True,
+            "tmpfs": self.tmpfs,
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges:true"],
+            "privileged": False,
+            "init": True,
+            "pids_limit": self.limits.pids,
+            "mem_limit": self.limits.memory_bytes,
+            "memswap_limit": self.limits.memory_bytes,
+            "nano_cpus": self.limits.nano_cpus,
+            "ipc_mode": "private",
+            "cgroupns": "private",
+            "hostname": "sandbox",
+            "labels": self.labels,
+            "mounts": [docker.types.Mount(target=m.target, source=str(m.source), type="bind",
+                                          read_only=m.read_only) for m in self.mounts],
+            "detach": True,
+        }
+
+
+def default_user() -> str:
+    """A non-root uid:gid for the container: SANDBENCH_USER, else the invoking user, else
+    (when sandbench itself runs as root) 65532, which owns nothing on the host."""
+    if configured := os.environ.get("SANDBENCH_USER"):
+        return configured
+    uid, gid = os.getuid(), os.getgid()
+    return f"{uid}:{gid}" if uid != 0 else "65532:65532"
+
+
+def prepare_writable(path: Path, user: str) -> None:
+    """A host directory the container user may write (chowned when we are root)."""
+    path.mkdir(parents=True, exist_ok=True)
+    uid, gid = (int(x) for x in user.split(":"))
+    if os.getuid() == 0:
+        for root, dirs, files in os.walk(path):
+            os.lchown(root, uid, gid)
+            for name in dirs + files:
+                os.lchown(os.path.join(root, name), uid, gid)
+
+
+class Sandbox:
+    """A started container; removed by id on exit, even when starting failed half-way."""
+
+    def __init__(self, engine: Engine, spec: SandboxSpec) -> None:
+        self.engine = engine
+        self.spec = spec
+        self.container_id: str | None = None
+        self.policy: guards.GuardPolicy | None = None
+
+    def __enter__(self) -> Sandbox:
+        try:
+            self.start()
+        except BaseException:
+            self.remove()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+    def start(self) -> None:
+        image = self.engine.call("inspect image", self.engine.api.inspect_image,
+                                 self.spec.image_id)
+        image_env = image.get("Config", {}).get("Env") or []
+        kwargs = self.spec.create_kwargs()
+        container = self.engine.call(f"create container for {self.spec.arm}",
+                                     self.engine.client.containers.create, **kwargs)
+        self.container_id = container.id
+        self.engine.call("start container", self.engine.api.start, container.id)
+        self.policy = guards.GuardPolicy(
+            run_id=self.spec.run_id, arm=self.spec.arm, image_id=image["Id"],
+            user=self.spec.user, env=_merge_env(image_env, self.spec.env),
+            mounts=[guards.DeclaredMount(str(m.source), m.target, m.read_only)
+                    for m in self.spec.mounts],
+            tmpfs=self.spec.tmpfs, memory_bytes=self.spec.limits.memory_bytes,
+            pids=self.spec.limits.pids, nano_cpus=self.spec.limits.nano_cpus,
+            labels={eng.LABEL_RUN: self.spec.run_id, eng.LABEL_ARM: self.spec.arm})
+        logger.info("sandbox_started", arm=self.spec.arm, container=container.id[:12])
+
+    def remove(self) -> None:
+        if self.container_id is None:
+            return
+        try:
+            self.engine.call("remove container", self.engine.api.remove_container,
+                             self.container_id, force=True, v=True)
+        except docker.errors.NotFound:
+            pass
+        logger.info("sandbox_removed", arm=self.spec.arm, container=self.container_id[:12])
+        self.container_id = None
+
+    def inspect(self) -> dict[str, Any]:
+        return self.engine.call("inspect container", self.engine.api.inspect_container,
+                                self.require_id())
+
+    def require_id(self) -> str:
+        if self.container_id is None:
+            raise SandbenchError(f"sandbox for {self.spec.arm!r} is not started")
+        return self.container_id
+
+    def running(self) -> bool:
+        try:
+            return bool(self.inspect()["State"]["Running"])
+        except (docker.errors.NotFound, EngineError):
+            return False
+
+    # -- guards ----------------------------------------------------------------------------
+
+    def verify(self, folder: Path) -> list[guards.GuardResult]:
+        """Outside first; only a container that passes it runs the probe. Both snapshots and
+        the verdict are stored in `folder`; any failure refuses the arm."""
+        assert self.policy is not None
+        inspect = self.inspect()
+        results = guards.check_outside(self.policy, inspect)
+        probe = None
+        if not guards.failures(results):
+            with guards.loopback_canary() as canary:
+                facts = self._probe(canary.port)
+                time.sleep(0.05)  # let a datagram that did escape reach the canary
+                probe = {"facts": facts, "canary": canary.snapshot()}
+            results += guards.check_inside(self.policy, probe)
+        guards.store(folder, self.policy, inspect, probe, results)
+        if failed := guards.failures(results):
+            raise GuardViolation(self.spec.arm, failed)
+        logger.info("guards_verified", arm=self.spec.arm, guards=len(results))
+        return results
+
+    def _probe(self, port: int) -> dict[str, Any]:
+        argv = [HELPER, "probe", "--connect", f"127.0.0.1:{port}",
+                "--lookup", guards.PROBE_LOOKUP, "--write", guards.PROBE_WRITE]
+        decoded, _, _ = self._exec_stream(argv, None, None, 1 << 20, timeout_s=30)
+        if decoded.probe is None:
+            raise SandbenchError(f"probe in {self.spec.arm!r} gave no report",
+                                 why=decoded.protocol_error or "; ".join(decoded.helper_errors))
+        return decoded.probe
+
+    # -- exec -----------------------------------------------------------------------------
+
+    def exec(self, argv: list[str], cell_dir: Path, *, timeout_s: float = 600,
+             grace_s: float = 2.0, cap_bytes: int = 64 * MIB, workdir: str | None = None
+             ) -> ExecRecord:
+        """Run `argv` under the timing helper; stream stdout and stderr to `cell_dir` and
+        write its record last, atomically."""
+        cell_dir.mkdir(parents=True, exist_ok=True)
+        helper_argv = [HELPER, "run", "--timeout-ms", str(int(timeout_s * 1000)),
+                       "--grace-ms", str(int(grace_s * 1000)), "--cap-bytes", str(cap_bytes),
+                       "--cwd", workdir or self.spec.workdir, "--", *argv]
+        started_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        with tempfile.NamedTemporaryFile(dir=cell_dir, prefix=".stdout.", delete=False) as out, \
+                tempfile.NamedTemporaryFile(dir=cell_dir, prefix=".stderr.", delete=False) as err:
+            try:
+                decoded, bracket_ns, meta = self._exec_stream(
+                    helper_argv, out, err, cap_bytes,
+                    timeout_s=timeout_s + grace_s + HOST_MARGIN_S)
+                for fh in (out, err):
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            except BaseException:
+                Path(out.name).unlink(missing_ok=True)
+                Path(err.name).unlink(missing_ok=True)
+                raise
+        os.replace(out.name, cell_dir / "stdout")
+        os.replace(err.name, cell_dir / "stderr")
+        result = decoded.result
+        running = self.running()
+        outcome = classify(result, decoded.protocol_error, meta["helper_exit"],
+                           meta["host_timed_out"], running)
+        r = result or {}
+        flags = timing_flags(r.get("wall_ns"), bracket_ns)
+        if meta["host_timed_out"]:
+            flags.append("host-backstop")
+        record = ExecRecord(
+            run_id=self.spec.run_id, arm=self.spec.arm, argv=list(argv),
+            env=dict(self.spec.env), workdir=workdir or self.spec.workdir,
+            user=self.spec.user, image_id=self.spec.image_id,
+            container_id=self.require_id(),
+            limits={"memory_bytes": self.spec.limits.memory_bytes,
+                    "pids": self.spec.limits.pids, "cpus": self.spec.limits.cpus,
+                    "tmp_bytes": self.spec.limits.tmp_bytes, "timeout_s": timeout_s,
+                    "grace_s": grace_s, "cap_bytes": cap_bytes},
+            started_at=started_at,
+            timing={"wall_ns": r.get("wall_ns"), "user_us": r.get("user_us"),
+                    "sys_us": r.get("sys_us"), "maxrss_kb": r.get("maxrss_kb"),
+                    "host_bracket_ns": bracket_ns},
+            exit={"exit_code": r.get("exit_code"), "signal": r.get("signal"),
+                  "timed_out": bool(r.get("timed_out")) or meta["host_timed_out"],
+                  "host_timed_out": meta["host_timed_out"],
+                  "oom_killed": outcome == "oom", "oom_kills": r.get("oom_kills"),
+                  "spawn_error": r.get("spawn_error"), "stray_killed": r.get("stray_killed")},
+            stdout=_stream_info("stdout", r, decoded.stdout_written, decoded.stdout_sha256),
+            stderr=_stream_info("stderr", r, decoded.stderr_written, decoded.stderr_sha256),
+            helper={"version": r.get("helper_version"), "exit_code": meta["helper_exit"],
+                    "errors": decoded.helper_errors, "protocol_error": decoded.protocol_error,
+                    "stderr_tail": meta["helper_stderr"]},
+            outcome=outcome, flags=flags)
+        write_record(cell_dir, record)
+        return record
+
+    def _exec_stream(self, argv: list[str], stdout_sink: Any, stderr_sink: Any, cap: int,
+                     timeout_s: float) -> tuple[execproto.DecodedExec, int, dict[str, Any]]:
+        """One `docker exec`: the helper's framed stdout is decoded as it arrives; a watchdog
+        kills the container if the in-container timeout itself fails (the host backstop)."""
+        cid = self.require_id()
+        api = self.engine.streaming_api(timeout_s=timeout_s + 5)
+        began = time.monotonic_ns()
+        exec_id = self.engine.call("exec create", api.exec_create, cid, argv, stdout=True,
+                                   stderr=True, stdin=False, tty=False, user=self.spec.user)["Id"]
+        timed_out = threading.Event()
+
+        def backstop() -> None:
+            timed_out.set()
+            logger.warning("host_backstop", arm=self.spec.arm, container=cid[:12])
+            try:
+                self.engine.api.kill(cid)
+            except docker.errors.APIError:
+                pass
+
+        watchdog = threading.Timer(timeout_s, backstop)
+        watchdog.daemon = True
+        helper_stderr = bytearray()
+
+        def frames():
+            try:
+                for out, err in api.exec_start(exec_id, stream=True, demux=True):
+                    if err and len(helper_stderr) < 4096:
+                        helper_stderr.extend(err[: 4096 - len(helper_stderr)])
+                    if out:
+                        yield out
+            except (requests.exceptions.RequestException, OSError) as exc:
+                logger.warning("exec_stream_broken", arm=self.spec.arm, error=str(exc))
+
+        watchdog.start()
+        try:
+            sink_out = stdout_sink if stdout_sink is not None else _Discard()
+            sink_err = stderr_sink if stderr_sink is not None else _Discard()
+            decoded = execproto.decode_exec_stream(frames(), sink_out, sink_err, cap)
+        finally:
+            watchdog.cancel()
+        try:
+            helper_exit = self.engine.call("exec inspect", api.exec_inspect, exec_id)["ExitCode"]
+        except (docker.errors.NotFound, EngineError):
+            helper_exit = None
+        bracket = time.monotonic_ns() - began
+        api.close()
+        return decoded, bracket, {"helper_exit": helper_exit, "host_timed_out": timed_out.is_set(),
+                                  "helper_stderr": helper_stderr.decode("utf-8", "replace")}
+
+
+def _stream_info(name: str, result: dict[str, Any], kept: int, sha256: str) -> StreamInfo:
+    """The tool's total comes from the helper; what was kept is what reached the file."""
+    total = result.get(f"{name}_bytes", kept)
+    return StreamInfo(name, total, kept, bool(result.get(f"{name}_truncated")) or total > kept,
+                      sha256)
+
+
+class _Discard:
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+
+def _merge_env(image_env: list[str], declared: dict[str, str]) -> list[str]:
+    merged = dict(e.split("=", 1) for e in image_env if "=" in e)
+    merged.update(declared)
+    return sorted(f"{k}={v}" for k, v in merged.items())

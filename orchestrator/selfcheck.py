@@ -1,0 +1,84 @@
+"""The sandbox self-check: start each arm's container exactly as a run would, verify every
+guard from outside and inside, optionally run one command, and remove the container."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator import arms as arms_mod
+from orchestrator import guards, log, rundir
+from orchestrator.engine import Engine
+from orchestrator.errors import GuardViolation
+from orchestrator.images import ImageLock
+from orchestrator.sandbox import Mount, Sandbox, SandboxSpec, default_user, prepare_writable
+from orchestrator.settings import Settings
+from orchestrator.transcripts import ExecRecord
+
+# What every arm container gets: its corpus copy, its state and its output directory.
+ARM_MOUNTS = (("corpus", "/corpus"), ("state", "/state"), ("out", "/out"))
+
+logger = log.get(__name__)
+
+
+def sandbox_spec(lock: ImageLock, arm: arms_mod.ArmSpec, run_id: str, work: Path,
+                 user: str) -> SandboxSpec:
+    """The container an arm gets, with host directories under `work` for its mounts."""
+    mounts = []
+    for name, target in ARM_MOUNTS:
+        prepare_writable(work / name, user)
+        mounts.append(Mount(work / name, target, read_only=False))
+    home = arm.env.get("HOME", "")
+    if home.startswith("/state/"):
+        prepare_writable(work / "state" / home.removeprefix("/state/"), user)
+    entry = lock.images.get(arm.image, {})
+    return SandboxSpec(run_id=run_id, arm=arm.name, image_id=lock.image_id(arm.image),
+                       tool_version=entry.get("tool_version", ""), user=user, env=arm.env,
+                       mounts=tuple(mounts), limits=arm.limits, workdir="/corpus")
+
+
+@dataclass(frozen=True)
+class ArmCheck:
+    arm: str
+    results: list[guards.GuardResult]
+    refused: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.refused is None and not guards.failures(self.results)
+
+
+def check(engine: Engine, settings: Settings, names: list[str]) -> tuple[Path, list[ArmCheck]]:
+    specs = arms_mod.load_arms(settings.arms_dir, names)
+    lock = ImageLock.load(settings.images_lock)
+    for arm in specs:
+        lock.image_id(arm.image)  # every image exists before any container starts
+    run_id, run_dir = rundir.create(settings.runs_dir, "check")
+    log.configure(run_dir / "log.jsonl")
+    checks = []
+    user = default_user()
+    for arm in specs:
+        spec = sandbox_spec(lock, arm, run_id, run_dir / "work" / arm.name, user)
+        with Sandbox(engine, spec) as box:
+            try:
+                results = box.verify(run_dir / "guards" / arm.name)
+                checks.append(ArmCheck(arm.name, results, None))
+            except GuardViolation as exc:
+                stored = guards.audit(run_dir)
+                results = next(a.results for a in stored if a.arm == arm.name)
+                checks.append(ArmCheck(arm.name, results, exc.what))
+    return run_dir, checks
+
+
+def exec_once(engine: Engine, settings: Settings, name: str, argv: list[str],
+              timeout_s: float) -> tuple[Path, ExecRecord]:
+    """Start one arm's sandbox, verify it, run `argv` once and keep its transcript."""
+    (arm,) = arms_mod.load_arms(settings.arms_dir, [name])
+    lock = ImageLock.load(settings.images_lock)
+    run_id, run_dir = rundir.create(settings.runs_dir, "exec")
+    log.configure(run_dir / "log.jsonl")
+    spec = sandbox_spec(lock, arm, run_id, run_dir / "work" / arm.name, default_user())
+    with Sandbox(engine, spec) as box:
+        box.verify(run_dir / "guards" / arm.name)
+        record = box.exec(argv, run_dir / "cells" / arm.name / "exec", timeout_s=timeout_s)
+    return run_dir, record

@@ -1,0 +1,137 @@
+"""The on-disk record of one exec: the source of truth every later stage reads.
+
+A cell directory holds `stdout`, `stderr` (verbatim bytes, capped) and `record.json`, which
+is written last and atomically: an exec counts as done only when its record exists. The
+record is written by the orchestrator on the host, outside every mount a container can
+write to. Its schema is `orchestrator/schemas/exec-record.schema.json`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import InputError
+from orchestrator.fsutil import atomic_write_json
+
+SCHEMA = "sandbench.exec-record/1"
+RECORD_NAME = "record.json"
+
+# Every failed exec carries exactly one of these, decided when it happens.
+OUTCOMES = {
+    "ok": "the tool exited 0",
+    "nonzero-exit": "the tool exited with a non-zero code",
+    "timeout": "the tool ran past its time limit and its process tree was killed",
+    "oom": "the kernel's OOM killer ended the tool inside its memory limit",
+    "signal": "the tool died of a signal it was not sent by sandbench",
+    "spawn-error": "the tool could not be started (not found, not executable)",
+    "tampered": "the helper's framed report is missing or malformed while the sandbox is up",
+    "sandbox-unavailable": "the container or the engine went away during the exec",
+}
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    path: str
+    bytes_total: int
+    bytes_kept: int
+    truncated: bool
+    sha256: str
+
+
+@dataclass(frozen=True)
+class ExecRecord:
+    run_id: str
+    arm: str
+    argv: list[str]
+    env: dict[str, str]
+    workdir: str
+    user: str
+    image_id: str
+    container_id: str
+    limits: dict[str, Any]
+    started_at: str
+    timing: dict[str, Any]
+    exit: dict[str, Any]
+    stdout: StreamInfo
+    stderr: StreamInfo
+    helper: dict[str, Any]
+    outcome: str
+    flags: list[str] = field(default_factory=list)
+    schema: str = SCHEMA
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Any, source: Path) -> ExecRecord:
+        if not isinstance(data, dict):
+            raise InputError.bad_value(source, "(top level)", "an object", type(data).__name__)
+        if data.get("schema") != SCHEMA:
+            raise InputError.bad_value(source, "schema", SCHEMA, data.get("schema"))
+        fields = {f for f in cls.__dataclass_fields__}
+        for key in sorted(fields):
+            if key not in data:
+                raise InputError.bad_value(source, key, "present", None)
+        for key in ("stdout", "stderr"):
+            stream = data[key]
+            want = StreamInfo.__dataclass_fields__
+            if not isinstance(stream, dict) or set(stream) != set(want):
+                raise InputError.bad_value(source, key, f"an object with {sorted(want)}",
+                                           stream)
+        if data["outcome"] not in OUTCOMES:
+            raise InputError.bad_value(source, "outcome", f"one of {sorted(OUTCOMES)}",
+                                       data["outcome"])
+        values = {k: data[k] for k in fields}
+        values["stdout"] = StreamInfo(**data["stdout"])
+        values["stderr"] = StreamInfo(**data["stderr"])
+        return cls(**values)
+
+
+def write_record(cell_dir: Path, record: ExecRecord) -> Path:
+    path = cell_dir / RECORD_NAME
+    atomic_write_json(path, record.to_json())
+    return path
+
+
+def read_record(path: Path) -> ExecRecord:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: record is missing", file=str(path)) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: record does not parse: {exc}", file=str(path)) from exc
+    return ExecRecord.from_json(data, path)
+
+
+def classify(result: dict[str, Any] | None, protocol_error: str | None, helper_exit: int | None,
+             host_timed_out: bool, container_running: bool) -> str:
+    """One outcome per exec, from what the helper and the engine reported."""
+    if host_timed_out:
+        return "timeout"
+    if result is None or protocol_error is not None:
+        return "tampered" if container_running else "sandbox-unavailable"
+    if helper_exit not in (0, None):
+        return "tampered"
+    if result["timed_out"]:
+        return "timeout"
+    if result["signal"] == 9 and (result.get("oom_kills") or 0) > 0:
+        return "oom"
+    if result["spawn_error"]:
+        return "spawn-error"
+    if result["signal"] is not None:
+        return "signal"
+    if result["exit_code"] != 0:
+        return "nonzero-exit"
+    return "ok"
+
+
+def timing_flags(wall_ns: int | None, bracket_ns: int) -> list[str]:
+    """A figure the tool could only have produced by forging it is flagged, never trusted."""
+    if wall_ns is None:
+        return []
+    if wall_ns < 0 or wall_ns > bracket_ns:
+        return ["impossible-timing"]
+    return []

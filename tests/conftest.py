@@ -1,0 +1,30 @@
+"""Shared fixtures. Integration tests need a real engine: in CI (CI=true) its absence is a
+failure, never a skip."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import tenacity
+
+from orchestrator import engine as eng
+
+
+@pytest.fixture(autouse=True)
+def _no_retry_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(eng, "RETRY_WAIT", tenacity.wait_none())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not any(item.get_closest_marker("integration") for item in items):
+        return
+    try:
+        eng.Engine.connect(timeout_s=10)
+    except Exception as exc:  # noqa: BLE001 - any failure means: no engine
+        if os.environ.get("CI"):
+            raise pytest.UsageError(f"CI needs a Docker engine for integration tests: {exc}")
+        skip = pytest.mark.skip(reason=f"no Docker engine: {exc}")
+        for item in items:
+            if item.get_closest_marker("integration"):
+                item.add_marker(skip)

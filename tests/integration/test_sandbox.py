@@ -1,0 +1,121 @@
+"""The sandbox against the real engine: every guard in every image, refusals named, and
+complete transcripts for exits, timeouts, OOM kills and floods."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator import cleanup, guards, images
+from orchestrator.engine import Engine
+from orchestrator.errors import GuardViolation
+from orchestrator.sandbox import MIB, Limits, Mount, Sandbox, SandboxSpec, default_user
+from orchestrator.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+
+def _spec(settings: Settings, image: str, tmp_path: Path, **limits: int) -> SandboxSpec:
+    lock = images.ImageLock.load(settings.images_lock)
+    user = default_user()
+    mounts = []
+    for name in ("corpus", "state", "out"):
+        from orchestrator.sandbox import prepare_writable
+        prepare_writable(tmp_path / name, user)
+        mounts.append(Mount(tmp_path / name, f"/{name}"))
+    return SandboxSpec(run_id=f"test-{tmp_path.name}"[:60], arm=image,
+                       image_id=lock.image_id(image), tool_version="test", user=user,
+                       env={"HOME": "/state"}, mounts=tuple(mounts),
+                       limits=dataclasses.replace(Limits(), **limits), workdir="/corpus")
+
+
+@dataclasses.dataclass(frozen=True)
+class Loosened(SandboxSpec):
+    """A spec with one engine setting overridden: what the verifier must refuse."""
+
+    override: tuple[tuple[str, Any], ...] = ()
+
+    def create_kwargs(self) -> dict[str, Any]:
+        return {**super().create_kwargs(), **dict(self.override)}
+
+
+@pytest.mark.parametrize("image", ["base", "rg", "ast-grep", "code-review-graph", "probe"])
+def test_every_guard_holds_in_every_image(engine: Engine, bench: Settings, tmp_path: Path,
+                                          image: str) -> None:
+    with Sandbox(engine, _spec(bench, image, tmp_path)) as box:
+        results = box.verify(tmp_path / "guards" / image)
+    assert not guards.failures(results)
+    assert {r.side for r in results} == {"outside", "inside"}
+    (audited,) = guards.audit(tmp_path)
+    assert audited.ok, [r for r in audited.results if not r.ok]
+
+
+@pytest.mark.parametrize(("override", "guard"), [
+    (("network_mode", "bridge"), "network_mode"),
+    (("read_only", False), "read_only_root"),
+    (("user", "0:0"), "user"),
+])
+def test_a_loosened_container_is_refused_naming_the_guard(engine: Engine, bench: Settings,
+                                                          tmp_path: Path, override, guard) -> None:
+    spec = Loosened(**{f.name: getattr(_spec(bench, "rg", tmp_path), f.name)
+                       for f in dataclasses.fields(SandboxSpec)}, override=(override,))
+    with Sandbox(engine, spec) as box, pytest.raises(GuardViolation) as err:
+        box.verify(tmp_path / "guards" / "rg")
+    assert guard in err.value.why
+    assert guard in {f.guard for f in err.value.data["failures"]}
+    # Fail closed: nothing was executed inside a container that failed from outside.
+    assert not (tmp_path / "guards" / "rg" / "probe.json").exists()
+
+
+def test_a_command_gets_a_complete_transcript(engine: Engine, bench: Settings,
+                                              tmp_path: Path) -> None:
+    script = "printf 'out\\377\\000'; printf 'err' >&2; exit 3"
+    with Sandbox(engine, _spec(bench, "rg", tmp_path)) as box:
+        record = box.exec(["sh", "-c", script], tmp_path / "cell")
+    assert record.outcome == "nonzero-exit" and record.exit["exit_code"] == 3
+    assert (tmp_path / "cell" / "stdout").read_bytes() == b"out\xff\x00"
+    assert (tmp_path / "cell" / "stderr").read_bytes() == b"err"
+    assert record.stdout.sha256 == hashlib.sha256(b"out\xff\x00").hexdigest()
+    assert 0 < record.timing["wall_ns"] <= record.timing["host_bracket_ns"]
+    assert record.flags == []
+    on_disk = json.loads((tmp_path / "cell" / "record.json").read_text())
+    assert on_disk["argv"] == ["sh", "-c", script] and on_disk["env"] == {"HOME": "/state"}
+    assert on_disk["image_id"] == record.image_id
+
+
+def test_timeout_oom_and_flood_are_told_apart(engine: Engine, bench: Settings,
+                                              tmp_path: Path) -> None:
+    with Sandbox(engine, _spec(bench, "probe", tmp_path, memory_bytes=256 * MIB)) as box:
+        slow = box.exec(["sh", "-c", "trap '' TERM; sleep 60"], tmp_path / "slow",
+                        timeout_s=1, grace_s=0.5)
+        hog = box.exec(["python3", "-c", "b = bytearray(1 << 30); b[::4096] = b'x' * len(b[::4096])"],
+                       tmp_path / "hog")
+        flood = box.exec(["head", "-c", str(5_000_000), "/dev/zero"], tmp_path / "flood",
+                         cap_bytes=MIB)
+        missing = box.exec(["no-such-tool"], tmp_path / "missing")
+    assert slow.outcome == "timeout" and slow.exit["timed_out"]
+    assert 1.0 <= slow.timing["wall_ns"] / 1e9 < 10
+    assert hog.outcome == "oom" and hog.exit["oom_killed"]
+    assert flood.outcome == "ok" and flood.stdout.truncated
+    assert flood.stdout.bytes_total == 5_000_000 and flood.stdout.bytes_kept == MIB
+    assert (tmp_path / "flood" / "stdout").stat().st_size == MIB
+    assert missing.outcome == "spawn-error"
+
+
+def test_cleanup_finds_a_left_behind_container_by_label(engine: Engine, bench: Settings,
+                                                        tmp_path: Path) -> None:
+    box = Sandbox(engine, _spec(bench, "rg", tmp_path))
+    box.start()
+    left = box.container_id
+    try:
+        found = cleanup.find(engine, run_id=box.spec.run_id)
+        assert [f.id for f in found] == [left]
+        assert cleanup.remove(engine, found) == found
+        assert cleanup.find(engine, run_id=box.spec.run_id) == []
+    finally:
+        box.remove()

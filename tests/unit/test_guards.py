@@ -1,0 +1,194 @@
+"""The guard checks are pure functions of a policy and two snapshots."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from orchestrator import guards
+from orchestrator.errors import InputError
+
+POLICY = guards.GuardPolicy(
+    run_id="r1", arm="rg", image_id="sha256:" + "a" * 64, user="65532:65532",
+    env=["HOME=/state/home", "PATH=/usr/bin:/bin"],
+    mounts=[guards.DeclaredMount("/bench/w/corpus", "/corpus", False),
+            guards.DeclaredMount("/bench/w/state", "/state", False)],
+    tmpfs={"/tmp": "rw,nosuid,nodev,size=536870912,mode=1777"},
+    memory_bytes=4 << 30, pids=512, nano_cpus=2_000_000_000,
+    labels={"sandbench.run": "r1", "sandbench.arm": "rg"})
+
+INSPECT = {
+    "Image": POLICY.image_id,
+    "Config": {"User": "65532:65532", "Env": ["PATH=/usr/bin:/bin", "HOME=/state/home"],
+               "Labels": {"sandbench.run": "r1", "sandbench.arm": "rg"}},
+    "HostConfig": {"NetworkMode": "none", "Privileged": False, "CapDrop": ["ALL"],
+                   "CapAdd": None, "ReadonlyRootfs": True,
+                   "SecurityOpt": ["no-new-privileges:true"], "Memory": 4 << 30,
+                   "MemorySwap": 4 << 30, "PidsLimit": 512, "NanoCpus": 2_000_000_000,
+                   "Init": True, "Tmpfs": dict(POLICY.tmpfs), "Devices": [],
+                   "PidMode": "", "IpcMode": "private"},
+    "Mounts": [{"Type": "bind", "Source": "/bench/w/corpus", "Destination": "/corpus",
+                "RW": True},
+               {"Type": "bind", "Source": "/bench/w/state", "Destination": "/state",
+                "RW": True}],
+    "NetworkSettings": {"Networks": {"none": {}}},
+}
+
+
+def _mount(point: str, options: str = "rw") -> dict[str, str]:
+    return {"mount_point": point, "fstype": "x", "source": "x", "options": options,
+            "super_options": "rw"}
+
+
+PROBE = {
+    "facts": {
+        "uid": 65532, "gid": 65532, "groups": [],
+        "status": {"CapInh": "0000000000000000", "CapPrm": "0000000000000000",
+                   "CapEff": "0000000000000000", "CapBnd": "0000000000000000",
+                   "CapAmb": "0000000000000000", "NoNewPrivs": 1, "Seccomp": 0},
+        "interfaces": ["lo"], "routes_v4": [],
+        "routes_v6": ["00000000000000000000000000000001 80 00000000000000000000000000000000 00 "
+                      "00000000000000000000000000000000 00000000 00000002 00000000 80200001 lo"],
+        "lookup": {"name": "example.com", "ok": False, "error": "Temporary failure"},
+        "connect": {"host": "127.0.0.1", "port": 4000, "ok": False, "errno": 111,
+                    "error": "Connection refused"},
+        "udp": {"host": "127.0.0.1", "port": 4000, "ok": True, "errno": 0, "error": None},
+        "write": {"path": "/.x", "ok": False, "errno": 30, "error": "Read-only file system"},
+        "mounts": [_mount("/", "ro,relatime"), _mount("/proc"), _mount("/dev"),
+                   _mount("/sys", "ro"), _mount("/etc/hosts"), _mount("/sbin/docker-init", "ro"),
+                   _mount("/proc/kcore", "ro"), _mount("/corpus"), _mount("/state"),
+                   _mount("/tmp", "rw,nosuid,nodev")],
+    },
+    "canary": {"port": 4000, "tcp_accepted": 0, "udp_received": 0},
+}
+
+
+def _failed(results: list[guards.GuardResult]) -> dict[str, guards.GuardResult]:
+    return {r.guard: r for r in guards.failures(results)}
+
+
+def test_a_hardened_container_passes_every_guard() -> None:
+    assert _failed(guards.check_outside(POLICY, INSPECT)) == {}
+    assert _failed(guards.check_inside(POLICY, PROBE)) == {}
+
+
+@pytest.mark.parametrize(("path", "value", "guard"), [
+    (("HostConfig", "NetworkMode"), "bridge", "network_mode"),
+    (("HostConfig", "ReadonlyRootfs"), False, "read_only_root"),
+    (("Config", "User"), "0:0", "user"),
+    (("HostConfig", "Privileged"), True, "privileged"),
+    (("HostConfig", "CapAdd"), ["SYS_ADMIN"], "cap_add"),
+    (("HostConfig", "SecurityOpt"), [], "no_new_privileges"),
+    (("HostConfig", "PidsLimit"), None, "pids_limit"),
+    (("HostConfig", "Memory"), 0, "memory_bytes"),
+    (("HostConfig", "PidMode"), "host", "host_namespaces"),
+    (("Image"), "sha256:" + "b" * 64, "image_id"),
+])
+def test_each_outside_guard_names_itself(path: tuple[str, ...] | str, value: object,
+                                         guard: str) -> None:
+    inspect = copy.deepcopy(INSPECT)
+    if isinstance(path, str):
+        inspect[path] = value
+    else:
+        inspect[path[0]][path[1]] = value
+    failed = _failed(guards.check_outside(POLICY, inspect))
+    assert set(failed) == {guard}
+
+
+def test_a_leaked_host_variable_and_the_docker_socket_are_caught() -> None:
+    inspect = copy.deepcopy(INSPECT)
+    inspect["Config"]["Env"].append("AWS_SECRET=x")
+    inspect["Mounts"].append({"Type": "bind", "Source": "/var/run/docker.sock",
+                              "Destination": "/var/run/docker.sock", "RW": True})
+    failed = _failed(guards.check_outside(POLICY, inspect))
+    assert {"env", "mounts", "docker_socket"} <= set(failed)
+
+
+@pytest.mark.parametrize(("mutate", "guard"), [
+    (lambda f, c: f.update(interfaces=["eth0", "lo"]), "interfaces"),
+    (lambda f, c: f["routes_v4"].append("eth0 00000000 0100A8C0 0003 0 0 0 00000000 0 0 0"),
+     "routes"),
+    (lambda f, c: f["lookup"].update(ok=True, error=None), "name_lookup"),
+    (lambda f, c: c.update(tcp_accepted=1), "loopback_tcp"),
+    (lambda f, c: c.update(udp_received=1), "loopback_udp"),
+    (lambda f, c: f["write"].update(ok=True, error=None), "root_writable"),
+    (lambda f, c: f.update(uid=0), "uid"),
+    (lambda f, c: f["status"].update(CapEff="00000000a80425fb"), "cap_eff"),
+    (lambda f, c: f["status"].update(NoNewPrivs=0), "no_new_privs"),
+    (lambda f, c: f["mounts"].append(_mount("/var/run/docker.sock")), "mount_list"),
+    (lambda f, c: f["mounts"].pop(7), "mount_list"),
+    (lambda f, c: f["mounts"][7].update(options="ro"), "mount_modes"),
+    (lambda f, c: f["mounts"][0].update(options="rw"), "root_read_only_mount"),
+])
+def test_each_inside_guard_names_itself(mutate, guard: str) -> None:
+    probe = copy.deepcopy(PROBE)
+    mutate(probe["facts"], probe["canary"])
+    assert guard in _failed(guards.check_inside(POLICY, probe))
+
+
+def test_an_unreadable_probe_fails_closed() -> None:
+    failed = _failed(guards.check_inside(POLICY, {}))
+    assert {"interfaces", "name_lookup", "loopback_tcp", "uid", "cap_eff",
+            "no_new_privs"} <= set(failed)
+
+
+def _store(tmp_path: Path, inspect: dict, probe: dict | None) -> Path:
+    folder = tmp_path / "run" / "guards" / "rg"
+    results = guards.check_outside(POLICY, inspect)
+    if probe is not None:
+        results += guards.check_inside(POLICY, probe)
+    guards.store(folder, POLICY, inspect, probe, results)
+    return tmp_path / "run"
+
+
+def test_audit_recomputes_the_stored_verdict_offline(tmp_path: Path) -> None:
+    run = _store(tmp_path, INSPECT, PROBE)
+    (arm,) = guards.audit(run)
+    assert arm.ok and arm.matches_stored and arm.probed
+
+
+def test_audit_notices_a_doctored_verdict(tmp_path: Path) -> None:
+    bad = copy.deepcopy(INSPECT)
+    bad["HostConfig"]["NetworkMode"] = "bridge"
+    run = _store(tmp_path, bad, None)
+    verdict = run / "guards" / "rg" / "verdict.json"
+    doctored = [dict(r, ok=True) for r in json.loads(verdict.read_text())]
+    verdict.write_text(json.dumps(doctored))
+    (arm,) = guards.audit(run)
+    assert not arm.ok and not arm.matches_stored and not arm.probed
+
+
+def test_audit_of_a_folder_that_is_not_a_run_names_it(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not a sandbench run directory"):
+        guards.audit(tmp_path)
+
+
+def test_audit_of_a_corrupt_snapshot_names_the_file(tmp_path: Path) -> None:
+    run = _store(tmp_path, INSPECT, PROBE)
+    (run / "guards" / "rg" / "inspect.json").write_text("{not json")
+    with pytest.raises(InputError, match="inspect.json"):
+        guards.audit(run)
+
+
+def test_policy_round_trips_through_json() -> None:
+    again = guards.GuardPolicy.from_json(json.loads(json.dumps(POLICY.to_json())), Path("p"))
+    assert asdict(again) == asdict(POLICY)
+
+
+def test_canary_counts_what_reaches_it() -> None:
+    import socket
+    with guards.loopback_canary() as canary:
+        socket.create_connection(("127.0.0.1", canary.port), timeout=2).close()
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.sendto(b"x", ("127.0.0.1", canary.port))
+        udp.close()
+        import time
+        for _ in range(50):
+            if canary.tcp_accepted and canary.udp_received:
+                break
+            time.sleep(0.05)
+    assert canary.snapshot() == {"port": canary.port, "tcp_accepted": 1, "udp_received": 1}

@@ -1,0 +1,146 @@
+"""Recipes, their hashes, the lock and the build inputs: pure logic, no engine."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from orchestrator import images
+from orchestrator.errors import InputError
+from orchestrator.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _recipes(tmp_path: Path) -> Path:
+    target = tmp_path / "images"
+    shutil.copytree(REPO / "images", target)
+    return target
+
+
+def test_the_shipped_recipes_load_in_build_order() -> None:
+    recipes = images.load_recipes(REPO / "images")
+    names = list(recipes)
+    assert names[0] == "base"
+    assert set(names) == {"base", "rg", "ast-grep", "code-review-graph", "probe"}
+    assert all(recipes[n].parent == "base" for n in names[1:])
+
+
+def test_python_recipes_pin_every_dependency_with_hashes() -> None:
+    for name in ("ast-grep", "code-review-graph"):
+        text = (REPO / "images" / name / "requirements.txt").read_text()
+        pins = [line for line in text.splitlines() if line and line[0].isalnum()]
+        assert pins and all("==" in p for p in pins)
+        assert text.count("--hash=sha256:") >= len(pins)
+        assert "--require-hashes" in (REPO / "images" / name / "Dockerfile").read_text()
+    assert "code-review-graph==2.3.9" in (REPO / "images/code-review-graph/requirements.txt"
+                                          ).read_text()
+
+
+def test_the_ca_bundle_never_reaches_a_final_stage() -> None:
+    for dockerfile in (REPO / "images").glob("*/Dockerfile"):
+        stages = dockerfile.read_text().split("\nFROM ")
+        assert images.BUILD_DIR not in stages[-1], dockerfile
+
+
+def test_recipe_hash_covers_files_args_and_parent(tmp_path: Path) -> None:
+    recipe = images.load_recipes(_recipes(tmp_path))["rg"]
+    base = images.recipe_hash(recipe, {"BASE": "t"}, "sha256:1")
+    assert base == images.recipe_hash(recipe, {"BASE": "t"}, "sha256:1")
+    assert base != images.recipe_hash(recipe, {"BASE": "u"}, "sha256:1")
+    assert base != images.recipe_hash(recipe, {"BASE": "t"}, "sha256:2")
+    (recipe.path / "Dockerfile").write_text((recipe.path / "Dockerfile").read_text() + "\n")
+    assert base != images.recipe_hash(recipe, {"BASE": "t"}, "sha256:1")
+
+
+def test_a_recipe_without_a_dockerfile_is_named(tmp_path: Path) -> None:
+    folder = _recipes(tmp_path)
+    (folder / "rg" / "Dockerfile").unlink()
+    with pytest.raises(InputError, match="'rg'.*no Dockerfile") as err:
+        images.load_recipes(folder)
+    assert err.value.exit_code == 2
+
+
+@pytest.mark.parametrize(("text", "key"), [
+    ("parent = 'base'\ntool_version = 'rg'\n", "tool_version"),
+    ("parent = 'nope'\ntool_version = ['x']\n", "parent"),
+    ("tool_version = ['x']\n", "parent"),
+    ("parent = 'base'\ntool_version = ['x']\ncolour = 'red'\n", "colour"),
+    ("parent = 'base'\ntool_version = [\n", "does not parse"),
+])
+def test_bad_recipe_toml_names_file_and_key(tmp_path: Path, text: str, key: str) -> None:
+    folder = _recipes(tmp_path)
+    (folder / "rg" / "recipe.toml").write_text(text)
+    with pytest.raises(InputError, match=key) as err:
+        images.load_recipes(folder)
+    assert "rg/recipe.toml" in str(err.value)
+
+
+def test_unknown_image_names_the_known_ones() -> None:
+    recipes = images.load_recipes(REPO / "images")
+    with pytest.raises(InputError, match="unknown image 'nope'") as err:
+        images.select(recipes, ["nope"])
+    assert "rg" in str(err.value)
+
+
+def test_select_brings_ancestors_in_order() -> None:
+    recipes = images.load_recipes(REPO / "images")
+    assert [r.name for r in images.select(recipes, ["rg"])] == ["base", "rg"]
+
+
+@pytest.mark.parametrize("content", ["{not json", json.dumps({"version": 9, "images": {}}),
+                                     json.dumps({"version": 1, "images": {"rg": {}}}),
+                                     json.dumps([1])])
+def test_a_lock_that_does_not_parse_is_named(tmp_path: Path, content: str) -> None:
+    lock = tmp_path / "images.lock"
+    lock.write_text(content)
+    with pytest.raises(InputError, match="images.lock"):
+        images.ImageLock.load(lock)
+
+
+def test_dry_run_plans_without_an_engine_and_writes_nothing(tmp_path: Path) -> None:
+    settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
+    outcomes = images.build(None, settings, dry_run=True)
+    assert {o.action for o in outcomes} == {"would-build"}
+    assert not (tmp_path / "bench").exists()
+
+
+def test_mirror_comes_from_deb822_and_one_line_sources(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SANDBENCH_DEBIAN_MIRROR", raising=False)
+    deb822 = tmp_path / "debian.sources"
+    deb822.write_text("Types: deb\n# a comment inside the stanza\nURIs: http://mirror.test/debian\n"
+                      "Suites: bookworm bookworm-updates\nComponents: main\n\n"
+                      "Types: deb\nURIs: http://mirror.test/debian-security\n"
+                      "Suites: bookworm-security\n")
+    assert images.debian_mirror([deb822]) == "http://mirror.test/debian"
+    one_line = tmp_path / "sources.list"
+    one_line.write_text("# deb http://old.test/debian bookworm main\n"
+                        "deb [arch=amd64] http://other.test/debian/ bookworm main\n")
+    assert images.debian_mirror([one_line]) == "http://other.test/debian"
+    monkeypatch.setenv("SANDBENCH_DEBIAN_MIRROR", "http://set.test/debian")
+    assert images.debian_mirror([one_line]) == "http://set.test/debian"
+
+
+def test_no_mirror_is_an_error_that_says_how_to_set_one(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SANDBENCH_DEBIAN_MIRROR", raising=False)
+    with pytest.raises(Exception, match="SANDBENCH_DEBIAN_MIRROR"):
+        images.debian_mirror([tmp_path / "absent.list"])
+
+
+def test_a_floating_base_tag_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SANDBENCH_BASE_IMAGE", "debian:bookworm")
+    recipe = images.load_recipes(REPO / "images")["base"]
+    with pytest.raises(InputError, match="floating tag is refused"):
+        images._rootfs(None, None, recipe)  # type: ignore[arg-type]
+
+
+def test_proxy_settings_are_build_args_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in images.PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.test:3128")
+    assert images.proxy_build_args() == {"HTTPS_PROXY": "http://proxy.test:3128"}
