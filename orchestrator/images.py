@@ -529,10 +529,9 @@ def export(engine: Engine, settings: Settings, names: list[str], out: Path) -> P
     chosen = [r.name for r in select(recipes, names)]
     entries = {n: lock.images[n] for n in chosen if lock.image_id(n)}
     tmp = out.with_name(f".{out.name}.tmp")
-    api = engine.streaming_api(timeout_s=3600)
     try:
         with open(tmp, "wb") as fh:
-            for chunk in api.get_image([e["tag"] for e in entries.values()]):
+            for chunk in engine.save_images([e["tag"] for e in entries.values()]):
                 fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())

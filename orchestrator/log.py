@@ -19,6 +19,19 @@ def _tee_to_run_log(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str
     return event
 
 
+class _CurrentStderr:
+    """Whatever sys.stderr is at the moment of writing (test runners swap it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
 def configure(run_log: Path | None = None, *, stream: TextIO | None = None) -> None:
     """Console rendering on a TTY, JSON lines otherwise; every event also goes to `run_log`."""
     global _run_log
@@ -28,7 +41,7 @@ def configure(run_log: Path | None = None, *, stream: TextIO | None = None) -> N
     if run_log is not None:
         run_log.parent.mkdir(parents=True, exist_ok=True)
         _run_log = open(run_log, "a", encoding="utf-8")
-    out = stream or sys.stderr
+    out = stream or _CurrentStderr()
     renderer = (structlog.dev.ConsoleRenderer(colors=True) if out.isatty()
                 else structlog.processors.JSONRenderer(sort_keys=True))
     structlog.configure(

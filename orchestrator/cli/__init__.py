@@ -9,6 +9,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from orchestrator import log
 from orchestrator.errors import SandbenchError
 
 
@@ -30,6 +31,12 @@ class SandbenchGroup(TyperGroup):
 app = typer.Typer(cls=SandbenchGroup, no_args_is_help=True, add_completion=False,
                   pretty_exceptions_enable=False,
                   help="Reproducible, isolated benchmarks of code-intelligence tools.")
+
+
+@app.callback()
+def _root() -> None:
+    """Logs go to stderr, so that under --json stdout holds only the JSON."""
+    log.configure()
 
 
 def _register() -> None:

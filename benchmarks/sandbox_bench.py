@@ -1,0 +1,128 @@
+"""Sandbox-core speed figures, measured side by side in one run (never one absolute time):
+
+- exec overhead: the host-side bracket minus the in-container wall time of a trivial command
+  over N execs into the long-lived container, beside `docker run --rm` of the same command;
+- timing fidelity: rg's in-container warm median on a mounted corpus copy of a few thousand
+  files against the same command on the host, interleaved;
+- a no-op `images build` with everything locked and present.
+
+Usage: python benchmarks/sandbox_bench.py [--execs 40] [--files 3000]
+Needs the images built (scripts/demo) and Debian's ripgrep on the host (same version as the
+rg image) for the fidelity figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from orchestrator import arms, images, log
+from orchestrator.engine import Engine
+from orchestrator.fsutil import atomic_write_json
+from orchestrator.sandbox import Sandbox, default_user
+from orchestrator.selfcheck import sandbox_spec
+from orchestrator.settings import load_settings
+
+WORDS = ["order", "invoice", "customer", "ledger", "payment", "refund", "shipment", "tax"]
+
+
+def synth_corpus(root: Path, files: int, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    for i in range(files):
+        path = root / f"pkg{i % 40:02d}" / f"mod{i:05d}.cs"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = [f"public class Type{i} : Base{i % 17} {{"]
+        for j in range(60):
+            lines.append(f"    void {rng.choice(WORDS)}{j}() => Helper.{rng.choice(WORDS)}"
+                         f"({rng.randint(0, 999)}); // {rng.choice(WORDS)}")
+        lines.append("}")
+        path.write_text("\n".join(lines) + "\n")
+
+
+def ms(ns: float) -> float:
+    return round(ns / 1e6, 3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--execs", type=int, default=40)
+    parser.add_argument("--files", type=int, default=3000)
+    parser.add_argument("--reps", type=int, default=15)
+    args = parser.parse_args()
+    log.configure(stream=open("/dev/null", "w"))
+    settings = load_settings()
+    engine = Engine.connect()
+    lock = images.ImageLock.load(settings.images_lock)
+    (arm,) = arms.load_arms(settings.arms_dir, ["rg"])
+    figures: dict[str, object] = {}
+
+    with tempfile.TemporaryDirectory(dir=settings.bench_root, prefix="bench-") as tmp:
+        work = Path(tmp)
+        spec = sandbox_spec(lock, arm, "bench-sandbox", work / "rg", default_user())
+        synth_corpus(work / "rg" / "corpus", args.files)
+        with Sandbox(engine, spec) as box:
+            box.verify(work / "guards")
+            overhead, brackets = [], []
+            for i in range(args.execs):
+                rec = box.exec(["true"], work / "cells" / f"true-{i}")
+                overhead.append(rec.timing["host_bracket_ns"] - rec.timing["wall_ns"])
+                brackets.append(rec.timing["host_bracket_ns"])
+            runs = []
+            for _ in range(args.execs):
+                began = time.monotonic_ns()
+                engine.client.containers.run(spec.image_id, ["true"], network_mode="none",
+                                             remove=True, user=spec.user, read_only=True,
+                                             cap_drop=["ALL"], entrypoint=[])
+                runs.append(time.monotonic_ns() - began)
+            figures["exec_overhead_median_ms"] = ms(statistics.median(overhead))
+            figures["exec_bracket_median_ms"] = ms(statistics.median(brackets))
+            figures["docker_run_median_ms"] = ms(statistics.median(runs))
+            figures["execs"] = args.execs
+
+            host_rg = shutil.which("rg")
+            if host_rg:
+                argv = ["rg", "-n", "-w", "-c", "ledger", "."]
+                box.exec(argv, work / "cells" / "rg-cold")  # page cache warm on both sides
+                subprocess.run(argv, cwd=work / "rg" / "corpus", capture_output=True)
+                inside, host = [], []
+                for i in range(args.reps):
+                    rec = box.exec(argv, work / "cells" / f"rg-{i}")
+                    inside.append(rec.timing["wall_ns"])
+                    began = time.monotonic_ns()
+                    subprocess.run(argv, cwd=work / "rg" / "corpus", capture_output=True,
+                                   check=False)
+                    host.append(time.monotonic_ns() - began)
+                med_in, med_host = statistics.median(inside), statistics.median(host)
+                allowed = max(2e6, 0.10 * med_host)
+                figures.update({
+                    "rg_files": args.files, "rg_reps": args.reps,
+                    "rg_inside_median_ms": ms(med_in), "rg_host_median_ms": ms(med_host),
+                    "rg_difference_ms": ms(med_in - med_host),
+                    "rg_allowed_ms": ms(allowed),
+                    "rg_within_bound": abs(med_in - med_host) <= allowed,
+                    "rg_host_version": subprocess.run([host_rg, "--version"], text=True,
+                                                      capture_output=True).stdout.split("\n")[0],
+                    "rg_image_version": lock.images["rg"].get("tool_version")})
+            else:
+                figures["rg_skipped"] = "no rg on the host (apt-get install ripgrep)"
+
+    noop = []
+    for _ in range(5):
+        began = time.monotonic_ns()
+        outcomes = images.build(engine, settings)
+        noop.append(time.monotonic_ns() - began)
+        assert all(o.action == "up-to-date" for o in outcomes), outcomes
+    figures["noop_build_median_ms"] = ms(statistics.median(noop))
+    atomic_write_json(settings.bench_root / "benchmarks" / "sandbox.json", figures)
+    print(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1661 @@
+/*
+ * sandbench-exec: the in-container timing helper.
+ *
+ * Every command sandbench measures runs as
+ *
+ *     docker exec CONTAINER /usr/local/bin/sandbench-exec run [opts] -- ARGV...
+ *
+ * and the helper's stdout is the stream the orchestrator reads. The tool under test never
+ * writes to that stream: its stdout and stderr arrive here through pipes and are re-emitted
+ * inside length-prefixed frames, and the last frame is the helper's own result. Whatever
+ * the tool prints, even bytes shaped like a result frame, stays tool output.
+ *
+ * Frame: 1 byte type, 4 bytes big-endian payload length, payload.
+ *   'o' tool stdout chunk, 'e' tool stderr chunk (at most 64 KiB each)
+ *   'r' result (JSON object, the last frame of `run`)
+ *   'p' probe report (JSON object, the only frame of `probe`)
+ *   'x' helper error (UTF-8 text; followed by 'r' when a result can still be given)
+ *
+ * Commands:
+ *   run [--timeout-ms N] [--grace-ms N] [--cap-bytes N] [--cwd DIR] -- ARGV...
+ *   probe [--connect HOST:PORT] [--lookup NAME] [--write PATH]
+ *   idle
+ *   --version
+ *
+ * Exit status: 0 when the result (or probe) frame was written; 125 when it was not (usage
+ * error, a set-up failure, or a reader that went away).
+ *
+ * The decoder is orchestrator/execproto.py; keep the two in step.
+ *
+ * Build: gcc -std=c11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o sandbench-exec sandbench-exec.c
+ */
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HELPER_VERSION "0.1.0"
+
+#define EXIT_NO_RESULT 125
+#define CHUNK_MAX 65536u
+/* Output the helper holds back per stream while the tool runs: relaying it through the
+   exec stream costs CPU in the helper, the runtime and the engine, which would otherwise be
+   timed as the tool's own. Past this much, frames go out while the tool still runs. */
+#define SPOOL_MAX (8u << 20)
+#define DEFAULT_CAP_BYTES (64ull << 20)
+#define DEFAULT_GRACE_MS 2000ull
+/* Longest a process may take to die after SIGKILL before we report it and move on. */
+#define SWEEP_LIMIT_MS 5000
+/* Longest we wait for EOF on the tool's pipes once every process is gone (see drain). */
+#define DRAIN_LIMIT_MS 2000
+#define CONNECT_TIMEOUT_MS 2000
+#define NS_PER_MS 1000000ll
+#define MAX_MS (INT64_MAX / NS_PER_MS)
+
+static const char USAGE[] =
+    "usage: sandbench-exec run [--timeout-ms N] [--grace-ms N] [--cap-bytes N] [--cwd DIR]"
+    " -- ARGV...\n"
+    "       sandbench-exec probe [--connect HOST:PORT] [--lookup NAME] [--write PATH]\n"
+    "       sandbench-exec idle\n"
+    "       sandbench-exec --version\n";
+
+/* ------------------------------------------------------------------------------------- */
+/* Small utilities                                                                        */
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* Milliseconds from now until `deadline` (CLOCK_MONOTONIC ns), rounded up so that a poll
+   with this timeout never wakes before the deadline and spins. */
+static int ms_until(int64_t deadline)
+{
+    int64_t left = deadline - now_ns();
+    if (left <= 0)
+        return 0;
+    int64_t ms = (left + NS_PER_MS - 1) / NS_PER_MS;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* "ENOENT: No such file or directory", optionally prefixed by the failing step. */
+static void format_errno(char *out, size_t size, const char *step, int err)
+{
+    const char *name = strerrorname_np(err);
+    char unknown[16];
+    if (name == NULL) {
+        snprintf(unknown, sizeof unknown, "E%d", err);
+        name = unknown;
+    }
+    if (step != NULL)
+        snprintf(out, size, "%s: %s: %s", step, name, strerror(err));
+    else
+        snprintf(out, size, "%s: %s", name, strerror(err));
+}
+
+/* If the helper was started with 0, 1 or 2 closed, the pipes we create would land on those
+   numbers and the child's dup2 calls would shuffle the wrong descriptors. */
+static void ensure_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int null = open("/dev/null", O_RDWR);
+            if (null >= 0 && null != fd)
+                close(null);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Frames on stdout                                                                       */
+
+/* errno of the first failed write to stdout, or 0. Once set, nothing more is written:
+   the reader is gone and a half-written frame cannot be completed anyway. */
+static int g_out_errno;
+
+/* writev that finishes the job: resumes after partial writes and EINTR. */
+static int writev_all(int fd, struct iovec *iov, int count)
+{
+    while (count > 0) {
+        ssize_t n = writev(fd, iov, count);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        while (count > 0 && (size_t)n >= iov->iov_len) {
+            n -= (ssize_t)iov->iov_len;
+            iov++;
+            count--;
+        }
+        if (count > 0) {
+            iov->iov_base = (char *)iov->iov_base + n;
+            iov->iov_len -= (size_t)n;
+        }
+    }
+    return 0;
+}
+
+static bool emit_frame(char type, const void *payload, size_t len)
+{
+    if (g_out_errno != 0)
+        return false;
+    if (len > UINT32_MAX) {
+        g_out_errno = EMSGSIZE;
+        return false;
+    }
+    unsigned char header[5] = {
+        (unsigned char)type,
+        (unsigned char)(len >> 24), (unsigned char)(len >> 16),
+        (unsigned char)(len >> 8), (unsigned char)len,
+    };
+    struct iovec iov[2] = {
+        { .iov_base = header, .iov_len = sizeof header },
+        { .iov_base = (void *)payload, .iov_len = len },
+    };
+    if (writev_all(STDOUT_FILENO, iov, 2) < 0) {
+        g_out_errno = errno;
+        return false;
+    }
+    return true;
+}
+
+/* A helper error: an 'x' frame for the orchestrator and the same line on our stderr for a
+   person running the helper by hand. */
+__attribute__((format(printf, 1, 2)))
+static void helper_error(const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    emit_frame('x', text, strlen(text));
+    fprintf(stderr, "sandbench-exec: %s\n", text);
+}
+
+__attribute__((format(printf, 1, 2)))
+static int usage_error(const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    helper_error("usage: %s", text);
+    fputs(USAGE, stderr);
+    return EXIT_NO_RESULT;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* A growable byte buffer and a JSON writer on top of it                                  */
+
+struct buf {
+    char *data;
+    size_t len, cap;
+    bool failed; /* an allocation failed; the content is incomplete */
+};
+
+static bool buf_reserve(struct buf *b, size_t extra)
+{
+    if (b->failed)
+        return false;
+    if (b->len + extra <= b->cap)
+        return true;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra)
+        cap *= 2;
+    char *data = realloc(b->data, cap);
+    if (data == NULL) {
+        b->failed = true;
+        return false;
+    }
+    b->data = data;
+    b->cap = cap;
+    return true;
+}
+
+static void buf_add(struct buf *b, const void *s, size_t n)
+{
+    if (buf_reserve(b, n)) {
+        memcpy(b->data + b->len, s, n);
+        b->len += n;
+    }
+}
+
+static void buf_adds(struct buf *b, const char *s)
+{
+    buf_add(b, s, strlen(s));
+}
+
+__attribute__((format(printf, 2, 3)))
+static void buf_printf(struct buf *b, const char *fmt, ...)
+{
+    char text[64];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    /* Only ever used for numbers, which always fit. */
+    if (n > 0 && (size_t)n < sizeof text)
+        buf_add(b, text, (size_t)n);
+    else
+        b->failed = true;
+}
+
+static void buf_free(struct buf *b)
+{
+    free(b->data);
+    *b = (struct buf){ 0 };
+}
+
+/* Length of the well-formed UTF-8 sequence at s (1 to 4 bytes), or 0 if it is not one
+   (stray continuation byte, overlong form, surrogate, beyond U+10FFFF, cut short). */
+static size_t utf8_sequence(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    uint32_t cp, min;
+    if (c < 0x80)
+        return 1;
+    if ((c & 0xE0) == 0xC0) {
+        len = 2, cp = c & 0x1F, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        len = 3, cp = c & 0x0F, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+        len = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+/* A JSON string. Paths, interface names and the like are bytes, not text: a byte that is
+   not part of valid UTF-8 becomes U+FFFD so that the document stays valid JSON. */
+static void json_str(struct buf *b, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
+    buf_add(b, "\"", 1);
+    while (n > 0) {
+        size_t len = utf8_sequence(p, n);
+        if (len == 0) {
+            buf_adds(b, "\\ufffd");
+            len = 1;
+        } else if (*p == '"' || *p == '\\') {
+            buf_add(b, "\\", 1);
+            buf_add(b, p, 1);
+        } else if (*p < 0x20) {
+            char esc[8];
+            snprintf(esc, sizeof esc, "\\u%04x", *p);
+            buf_adds(b, esc);
+        } else {
+            buf_add(b, p, len);
+        }
+        p += len;
+        n -= len;
+    }
+    buf_add(b, "\"", 1);
+}
+
+/* Separator before a member or element: a comma unless it is the first in its container
+   (or directly follows a key). Lets the writers below stay free of "first" flags. */
+static void json_sep(struct buf *b)
+{
+    if (b->len > 0 && !b->failed) {
+        char last = b->data[b->len - 1];
+        if (last != '{' && last != '[' && last != ':')
+            buf_add(b, ",", 1);
+    }
+}
+
+static void json_key(struct buf *b, const char *key)
+{
+    json_sep(b);
+    json_str(b, key);
+    buf_add(b, ":", 1);
+}
+
+static void json_kstr(struct buf *b, const char *key, const char *value)
+{
+    json_key(b, key);
+    if (value != NULL)
+        json_str(b, value);
+    else
+        buf_adds(b, "null");
+}
+
+static void json_kbool(struct buf *b, const char *key, bool value)
+{
+    json_key(b, key);
+    buf_adds(b, value ? "true" : "false");
+}
+
+static void json_kint(struct buf *b, const char *key, int64_t value)
+{
+    json_key(b, key);
+    buf_printf(b, "%" PRId64, value);
+}
+
+static void json_kuint(struct buf *b, const char *key, uint64_t value)
+{
+    json_key(b, key);
+    buf_printf(b, "%" PRIu64, value);
+}
+
+static void json_knull(struct buf *b, const char *key)
+{
+    json_key(b, key);
+    buf_adds(b, "null");
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Argument parsing                                                                       */
+
+/* A decimal number with nothing around it: no sign, no spaces, no suffix. */
+static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+    if (*s < '0' || *s > '9')
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Processes: finding and signalling every descendant of the helper                       */
+
+struct proc {
+    pid_t pid, ppid;
+    char state;
+};
+
+struct proc_table {
+    struct proc *v;
+    size_t n, cap;
+};
+
+struct pid_list {
+    pid_t *v;
+    size_t n, cap;
+};
+
+static int compare_proc(const void *a, const void *b)
+{
+    pid_t x = ((const struct proc *)a)->pid, y = ((const struct proc *)b)->pid;
+    return (x > y) - (x < y);
+}
+
+/* State and parent of one process from /proc/PID/stat. The command name is in parentheses
+   and may itself contain ") ", so the fields are read after the last ')'. */
+static bool read_proc_stat(pid_t pid, struct proc *out)
+{
+    char path[64], text[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n;
+    do
+        n = read(fd, text, sizeof text - 1);
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n <= 0)
+        return false;
+    text[n] = '\0';
+    char *close_paren = strrchr(text, ')');
+    int ppid;
+    if (close_paren == NULL || sscanf(close_paren + 1, " %c %d", &out->state, &ppid) != 2)
+        return false;
+    out->pid = pid;
+    out->ppid = (pid_t)ppid;
+    return true;
+}
+
+/* Every process visible in /proc, sorted by pid. Processes that exit while we read are
+   simply missing. Returns false (errno set) if /proc cannot be listed or memory runs out. */
+static bool load_proc_table(struct proc_table *t)
+{
+    t->n = 0;
+    DIR *dir = opendir("/proc");
+    if (dir == NULL)
+        return false;
+    bool ok = true;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        char *end;
+        long pid = strtol(entry->d_name, &end, 10);
+        if (*end != '\0' || pid <= 0)
+            continue;
+        if (t->n == t->cap) {
+            size_t cap = t->cap ? t->cap * 2 : 256;
+            struct proc *v = realloc(t->v, cap * sizeof *v);
+            if (v == NULL) {
+                ok = false;
+                break;
+            }
+            t->v = v;
+            t->cap = cap;
+        }
+        if (read_proc_stat((pid_t)pid, &t->v[t->n]))
+            t->n++;
+    }
+    int saved = errno;
+    closedir(dir);
+    errno = saved;
+    if (ok)
+        qsort(t->v, t->n, sizeof *t->v, compare_proc);
+    return ok;
+}
+
+static const struct proc *find_proc(const struct proc_table *t, pid_t pid)
+{
+    struct proc key = { .pid = pid };
+    return bsearch(&key, t->v, t->n, sizeof *t->v, compare_proc);
+}
+
+/* True if `ancestor` is on p's parent chain. Daemons that called setsid are still found:
+   the helper is a subreaper, so an orphan's parent becomes the helper, never PID 1. */
+static bool is_descendant(const struct proc_table *t, const struct proc *p, pid_t ancestor)
+{
+    pid_t parent = p->ppid;
+    /* The bound guards against a chain read inconsistently while processes come and go. */
+    for (size_t depth = 0; depth <= t->n && parent > 0; depth++) {
+        if (parent == ancestor)
+            return true;
+        const struct proc *up = find_proc(t, parent);
+        if (up == NULL)
+            return false;
+        parent = up->ppid;
+    }
+    return false;
+}
+
+static bool pid_list_contains(const struct pid_list *l, pid_t pid)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i] == pid)
+            return true;
+    return false;
+}
+
+static bool pid_list_add(struct pid_list *l, pid_t pid)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        pid_t *v = realloc(l->v, cap * sizeof *v);
+        if (v == NULL)
+            return false;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = pid;
+    return true;
+}
+
+/* Send `sig` to every live (non-zombie) descendant of `ancestor`; with SIGTERM also send
+   SIGCONT, so that a stopped process gets to act on it. Each pid that received the signal
+   is added once to `signalled` when given. Returns the number of live descendants found,
+   or -1 with errno set when /proc could not be read or the list could not grow (the
+   signals are sent all the same). */
+static int signal_descendants(pid_t ancestor, int sig, struct pid_list *signalled)
+{
+    static struct proc_table table;
+    if (!load_proc_table(&table))
+        return -1;
+    int alive = 0;
+    bool list_failed = false;
+    for (size_t i = 0; i < table.n; i++) {
+        const struct proc *p = &table.v[i];
+        if (p->state == 'Z' || p->state == 'X' || !is_descendant(&table, p, ancestor))
+            continue;
+        alive++;
+        if (kill(p->pid, sig) < 0)
+            continue;
+        if (sig == SIGTERM)
+            kill(p->pid, SIGCONT);
+        if (signalled != NULL && !pid_list_contains(signalled, p->pid)
+            && !pid_list_add(signalled, p->pid))
+            list_failed = true;
+    }
+    if (list_failed) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return alive;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* The cgroup's OOM-kill counter                                                          */
+
+/* Value of `key` in a file of "key value" lines, as cgroup files are written. */
+static bool read_keyed_counter(const char *path, const char *key, uint64_t *out)
+{
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return false;
+    char line[256], name[128];
+    uint64_t value;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f) != NULL) {
+        if (sscanf(line, "%127s %" SCNu64, name, &value) == 2 && strcmp(name, key) == 0) {
+            *out = value;
+            found = true;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static bool read_oom_kills(uint64_t *out)
+{
+    return read_keyed_counter("/sys/fs/cgroup/memory.events", "oom_kill", out)
+        || read_keyed_counter("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill", out);
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* run                                                                                    */
+
+struct run_opts {
+    uint64_t timeout_ms, grace_ms, cap_bytes;
+    const char *cwd;
+    char **argv;
+};
+
+/* One of the tool's output pipes. */
+struct stream {
+    int fd;            /* read end, -1 once at EOF */
+    char frame;        /* 'o' or 'e' */
+    uint64_t total;    /* bytes the tool wrote */
+    uint64_t relayed;  /* bytes sent on in frames: min(total, cap) */
+    char *spool;       /* held-back bytes, SPOOL_MAX at most; NULL until first needed */
+    size_t spooled;
+};
+
+enum phase {
+    PHASE_RUNNING,     /* no signal sent yet */
+    PHASE_TERMINATING, /* SIGTERM sent, waiting out the grace period */
+    PHASE_KILLED,      /* SIGKILL sent */
+};
+
+struct run {
+    struct run_opts opt;
+    pid_t self;
+    pid_t child;           /* 0 if fork failed */
+    int sigfd;             /* signalfd for SIGCHLD and the interrupting signals */
+    struct stream out, err;
+    int64_t t_start, t_end;
+    bool reaped;           /* the main child has been waited for */
+    int status;
+    char spawn_error[256]; /* empty unless the tool could not be started */
+    enum phase phase;
+    bool timed_out;
+    int64_t kill_at;       /* end of the grace period */
+    struct pid_list killed;/* every pid we sent SIGKILL, once each */
+    size_t killed_before_exit;
+    bool scan_error_reported;
+};
+
+static int parse_run_args(int argc, char **argv, struct run_opts *o)
+{
+    *o = (struct run_opts){ .grace_ms = DEFAULT_GRACE_MS, .cap_bytes = DEFAULT_CAP_BYTES };
+    int i = 2;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i += 2) {
+        const char *name = argv[i];
+        uint64_t *number = NULL, max = MAX_MS;
+        if (strcmp(name, "--timeout-ms") == 0) {
+            number = &o->timeout_ms;
+        } else if (strcmp(name, "--grace-ms") == 0) {
+            number = &o->grace_ms;
+        } else if (strcmp(name, "--cap-bytes") == 0) {
+            number = &o->cap_bytes;
+            max = INT64_MAX;
+        } else if (strcmp(name, "--cwd") != 0) {
+            return usage_error("run: unknown option '%s' (the command goes after --)", name);
+        }
+        if (i + 1 >= argc)
+            return usage_error("run: option %s needs a value", name);
+        const char *value = argv[i + 1];
+        if (number == NULL)
+            o->cwd = value;
+        else if (!parse_u64(value, max, number))
+            return usage_error("run: %s wants a whole number up to %" PRIu64 ", not '%s'",
+                               name, max, value);
+    }
+    if (i >= argc)
+        return usage_error("run: missing -- before the command");
+    if (i + 1 >= argc)
+        return usage_error("run: no command after --");
+    o->argv = &argv[i + 1];
+    return 0;
+}
+
+/* How the child reports a failure between fork and exec over the CLOEXEC pipe. */
+enum spawn_step { STEP_SETUP, STEP_CHDIR, STEP_EXEC };
+
+struct spawn_report {
+    int step;
+    int err;
+};
+
+__attribute__((noreturn))
+static void child_fail(int report_fd, enum spawn_step step)
+{
+    struct spawn_report report = { .step = step, .err = errno };
+    ssize_t n;
+    do
+        n = write(report_fd, &report, sizeof report);
+    while (n < 0 && errno == EINTR);
+    _exit(127);
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls. */
+__attribute__((noreturn))
+static void child_exec(const struct run_opts *o, int devnull, int out_w, int err_w,
+                       int report_w)
+{
+    /* Its own process group, so that one kill() reaches the whole job. */
+    if (setpgid(0, 0) < 0)
+        child_fail(report_w, STEP_SETUP);
+    /* The tool starts as if from a clean shell: the helper ignores SIGPIPE and blocks the
+       signals it reads through its signalfd, and neither may leak into the tool. */
+    struct sigaction dfl = { .sa_handler = SIG_DFL };
+    for (int sig = 1; sig < NSIG; sig++)
+        sigaction(sig, &dfl, NULL); /* fails harmlessly for SIGKILL, SIGSTOP, reserved */
+    sigset_t none;
+    sigemptyset(&none);
+    if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+        child_fail(report_w, STEP_SETUP);
+    if (dup2(devnull, STDIN_FILENO) < 0 || dup2(out_w, STDOUT_FILENO) < 0
+        || dup2(err_w, STDERR_FILENO) < 0)
+        child_fail(report_w, STEP_SETUP);
+    if (o->cwd != NULL && chdir(o->cwd) < 0)
+        child_fail(report_w, STEP_CHDIR);
+    execvp(o->argv[0], o->argv);
+    child_fail(report_w, STEP_EXEC);
+}
+
+static void describe_spawn_failure(struct run *r, const struct spawn_report *report)
+{
+    static const char *const steps[] = {
+        [STEP_SETUP] = "child setup", [STEP_CHDIR] = "chdir", [STEP_EXEC] = NULL,
+    };
+    const char *step = report->step >= 0 && report->step <= STEP_EXEC
+        ? steps[report->step] : "child setup";
+    format_errno(r->spawn_error, sizeof r->spawn_error, step, report->err);
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+/* Give a pipe the largest buffer an unprivileged process may ask for (pipe-max-size,
+   1 MiB by default), so that a tool's ordinary output fits in the pipes between it and the
+   orchestrator and the tool is not held back, and timed, by the speed of the exec stream.
+   Best effort: a pipe that keeps its default size still works. */
+static void widen_pipe(int fd)
+{
+    long size = 1 << 20;
+    int cfg = open("/proc/sys/fs/pipe-max-size", O_RDONLY | O_CLOEXEC);
+    if (cfg >= 0) {
+        char text[32];
+        ssize_t n = read(cfg, text, sizeof text - 1);
+        if (n > 0) {
+            text[n] = '\0';
+            long max = strtol(text, NULL, 10);
+            if (max > 0 && max < size)
+                size = max;
+        }
+        close(cfg);
+    }
+    (void)fcntl(fd, F_SETPIPE_SZ, (int)size);
+}
+
+/* Fork and exec the tool with its output on two pipes. Returns false only when the helper
+   itself cannot work (no pipes, no /dev/null); a failed fork or exec is the tool's result
+   and is recorded in spawn_error. */
+static bool spawn_tool(struct run *r)
+{
+    int out[2] = { -1, -1 }, err[2] = { -1, -1 }, report[2] = { -1, -1 };
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0
+        || pipe2(report, O_CLOEXEC) < 0) {
+        char why[160];
+        format_errno(why, sizeof why, devnull < 0 ? "open /dev/null" : "pipe2", errno);
+        helper_error("cannot prepare the tool's stdio: %s", why);
+        close_fd(&devnull);
+        for (int i = 0; i < 2; i++) {
+            close_fd(&out[i]);
+            close_fd(&err[i]);
+            close_fd(&report[i]);
+        }
+        return false;
+    }
+
+    r->t_start = now_ns();
+    pid_t pid = fork();
+    if (pid == 0)
+        child_exec(&r->opt, devnull, out[1], err[1], report[1]);
+    if (pid < 0) {
+        r->t_end = now_ns();
+        format_errno(r->spawn_error, sizeof r->spawn_error, "fork", errno);
+    } else {
+        r->child = pid;
+        /* Also from this side: a timeout must not signal the group before it exists. */
+        setpgid(pid, pid);
+    }
+    close(devnull);
+    close(out[1]);
+    close(err[1]);
+    close(report[1]);
+
+    if (pid > 0) {
+        /* EOF here means the exec succeeded and closed the CLOEXEC write end. */
+        struct spawn_report rep;
+        ssize_t n;
+        do
+            n = read(report[0], &rep, sizeof rep);
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)sizeof rep)
+            describe_spawn_failure(r, &rep);
+    }
+    close(report[0]);
+
+    r->out = (struct stream){ .fd = out[0], .frame = 'o' };
+    r->err = (struct stream){ .fd = err[0], .frame = 'e' };
+    widen_pipe(out[0]);
+    widen_pipe(err[0]);
+    widen_pipe(STDOUT_FILENO);
+    /* Non-blocking, so that draining can never hang on a pipe poll called readable. */
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
+    fcntl(err[0], F_SETFL, O_NONBLOCK);
+    return true;
+}
+
+/* Send what a stream holds back, in frames of at most CHUNK_MAX bytes. */
+static void flush_stream(struct stream *s)
+{
+    for (size_t at = 0; at < s->spooled; at += CHUNK_MAX) {
+        size_t len = s->spooled - at < CHUNK_MAX ? s->spooled - at : CHUNK_MAX;
+        if (!emit_frame(s->frame, s->spool + at, len))
+            break;
+    }
+    s->spooled = 0;
+}
+
+/* Keep bytes for a later frame; send them at once when there is no room to hold them. */
+static bool spool_bytes(struct stream *s, const char *data, size_t len)
+{
+    if (s->spool == NULL && (s->spool = malloc(SPOOL_MAX)) == NULL)
+        return emit_frame(s->frame, data, len);
+    if (s->spooled + len > SPOOL_MAX)
+        flush_stream(s);
+    memcpy(s->spool + s->spooled, data, len);
+    s->spooled += len;
+    return g_out_errno == 0;
+}
+
+/* Move one chunk from a tool pipe into the stream's spool. Past the cap the bytes are still
+   read (a tool must never block on a full pipe) and counted, but not kept. */
+static void relay_chunk(struct run *r, struct stream *s)
+{
+    static char chunk[CHUNK_MAX];
+    ssize_t n = read(s->fd, chunk, sizeof chunk);
+    if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN)
+            return;
+        char why[160];
+        format_errno(why, sizeof why, "read", errno);
+        helper_error("tool %s pipe: %s; no more of it is relayed",
+                     s->frame == 'o' ? "stdout" : "stderr", why);
+        close_fd(&s->fd);
+        return;
+    }
+    if (n == 0) {
+        close_fd(&s->fd);
+        return;
+    }
+    s->total += (uint64_t)n;
+    uint64_t room = r->opt.cap_bytes - s->relayed;
+    size_t forward = (uint64_t)n < room ? (size_t)n : (size_t)room;
+    if (forward > 0 && spool_bytes(s, chunk, forward))
+        s->relayed += forward;
+}
+
+/* Reap every child that has exited: the tool itself and the orphans the subreaper adopts
+   (left as zombies they would use up the pids limit). Returns false once no children are
+   left at all. */
+static bool reap_children(struct run *r)
+{
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid > 0) {
+            if (pid == r->child) {
+                r->t_end = now_ns();
+                r->status = status;
+                r->reaped = true;
+            }
+            continue;
+        }
+        if (pid == 0)
+            return true;
+        if (errno == EINTR)
+            continue;
+        return false;
+    }
+}
+
+/* Signal the tool's process group and every descendant of the helper. The group reaches
+   processes forked a moment ago; the /proc walk reaches those that left the group (setsid,
+   setpgid) but, thanks to the subreaper, are still our descendants. */
+static void kill_tree(struct run *r, int sig)
+{
+    /* The group id is the child's pid, which cannot be reused until we reap the child. */
+    if (!r->reaped) {
+        kill(-r->child, sig);
+        if (sig == SIGTERM)
+            kill(-r->child, SIGCONT);
+    }
+    if (signal_descendants(r->self, sig, sig == SIGKILL ? &r->killed : NULL) < 0
+        && !r->scan_error_reported) {
+        char why[160];
+        format_errno(why, sizeof why, "/proc", errno);
+        helper_error("cannot list processes (%s): only the tool's process group was "
+                     "signalled", why);
+        r->scan_error_reported = true;
+    }
+}
+
+/* The helper itself was asked to stop (or its reader vanished): nothing it runs may go on
+   without it, so the whole tree is killed at once. */
+static void abort_tool(struct run *r)
+{
+    if (r->phase != PHASE_KILLED) {
+        kill_tree(r, SIGKILL);
+        r->phase = PHASE_KILLED;
+    }
+}
+
+static void read_signals(struct run *r)
+{
+    struct signalfd_siginfo info;
+    ssize_t n;
+    while ((n = read(r->sigfd, &info, sizeof info)) == (ssize_t)sizeof info) {
+        int sig = (int)info.ssi_signo;
+        if (sig != SIGCHLD && r->phase != PHASE_KILLED) {
+            helper_error("received SIG%s; the tool was killed", sigabbrev_np(sig));
+            abort_tool(r);
+        }
+    }
+}
+
+static void enforce_timeout(struct run *r)
+{
+    int64_t now = now_ns();
+    if (r->phase == PHASE_RUNNING && r->opt.timeout_ms > 0
+        && now - r->t_start >= (int64_t)r->opt.timeout_ms * NS_PER_MS) {
+        r->timed_out = true;
+        kill_tree(r, SIGTERM);
+        r->phase = PHASE_TERMINATING;
+        r->kill_at = now + (int64_t)r->opt.grace_ms * NS_PER_MS;
+    }
+    if (r->phase == PHASE_TERMINATING && now >= r->kill_at) {
+        kill_tree(r, SIGKILL);
+        r->phase = PHASE_KILLED;
+    }
+}
+
+/* Poll timeout: until the next deadline that needs action, or forever. */
+static int next_wakeup_ms(const struct run *r)
+{
+    if (r->phase == PHASE_RUNNING && r->opt.timeout_ms > 0)
+        return ms_until(r->t_start + (int64_t)r->opt.timeout_ms * NS_PER_MS);
+    if (r->phase == PHASE_TERMINATING)
+        return ms_until(r->kill_at);
+    return -1;
+}
+
+/* Relay output and enforce the timeout until the main child has been reaped. */
+static void supervise(struct run *r)
+{
+    while (!r->reaped) {
+        struct pollfd fds[3] = {
+            { .fd = r->sigfd, .events = POLLIN },
+            { .fd = r->out.fd, .events = POLLIN },
+            { .fd = r->err.fd, .events = POLLIN },
+        };
+        if (poll(fds, 3, next_wakeup_ms(r)) < 0 && errno != EINTR) {
+            char why[160];
+            format_errno(why, sizeof why, "poll", errno);
+            helper_error("%s; the tool was killed", why);
+            abort_tool(r);
+            while (waitpid(r->child, &r->status, 0) < 0 && errno == EINTR)
+                continue;
+            r->t_end = now_ns();
+            r->reaped = true;
+            return;
+        }
+        /* Reap first, so that the end time is not held back by relaying a chunk. */
+        reap_children(r);
+        if (fds[0].revents)
+            read_signals(r);
+        if (fds[1].revents)
+            relay_chunk(r, &r->out);
+        if (fds[2].revents)
+            relay_chunk(r, &r->err);
+        if (g_out_errno != 0)
+            abort_tool(r);
+        if (!r->reaped)
+            enforce_timeout(r);
+    }
+}
+
+/* Wait up to `ms` for a signal (SIGCHLD, mostly) and discard what arrived. */
+static void wait_for_signal(int sigfd, int ms)
+{
+    struct pollfd fd = { .fd = sigfd, .events = POLLIN };
+    if (poll(&fd, 1, ms) > 0) {
+        struct signalfd_siginfo info;
+        while (read(sigfd, &info, sizeof info) > 0)
+            continue;
+    }
+}
+
+/* The tool has exited: nothing it started may outlive the exec. Kill every remaining
+   descendant, again and again (a process not yet killed can still fork), and reap them
+   all. Bounded, because a process stuck in the kernel does not die on SIGKILL. */
+static void sweep_strays(struct run *r)
+{
+    int64_t give_up = now_ns() + SWEEP_LIMIT_MS * NS_PER_MS;
+    for (;;) {
+        bool children_left = reap_children(r);
+        int alive = signal_descendants(r->self, SIGKILL, &r->killed);
+        if (alive < 0) {
+            char why[160];
+            format_errno(why, sizeof why, "/proc", errno);
+            helper_error("cannot list processes (%s): leftover processes may still run", why);
+            return;
+        }
+        if (alive == 0 && !children_left)
+            return;
+        if (ms_until(give_up) == 0) {
+            helper_error("%d process(es) still alive %d ms after SIGKILL", alive,
+                         SWEEP_LIMIT_MS);
+            return;
+        }
+        wait_for_signal(r->sigfd, 10);
+    }
+}
+
+/* Read what is left in the pipes. Every writer is dead by now, so EOF comes right after
+   the buffered bytes; the limit only matters if a descriptor escaped the tree (passed over
+   a unix socket to a process outside it, for example). */
+static void drain_streams(struct run *r)
+{
+    int64_t give_up = now_ns() + DRAIN_LIMIT_MS * NS_PER_MS;
+    while (r->out.fd >= 0 || r->err.fd >= 0) {
+        int left = ms_until(give_up);
+        if (left == 0) {
+            helper_error("tool output pipes still open %d ms after the tool's processes were "
+                         "gone; output after that point is missing", DRAIN_LIMIT_MS);
+            break;
+        }
+        struct pollfd fds[2] = {
+            { .fd = r->out.fd, .events = POLLIN },
+            { .fd = r->err.fd, .events = POLLIN },
+        };
+        int n = poll(fds, 2, left);
+        if (n < 0 && errno != EINTR) {
+            char why[160];
+            format_errno(why, sizeof why, "poll", errno);
+            helper_error("%s while draining the tool's output", why);
+            break;
+        }
+        if (n > 0 && fds[0].revents)
+            relay_chunk(r, &r->out);
+        if (n > 0 && fds[1].revents)
+            relay_chunk(r, &r->err);
+    }
+    close_fd(&r->out.fd);
+    close_fd(&r->err.fd);
+}
+
+static uint64_t timeval_us(struct timeval tv)
+{
+    return (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
+}
+
+static void emit_result(const struct run *r, bool oom_known, uint64_t oom_kills)
+{
+    /* RUSAGE_CHILDREN covers every descendant that was waited for, by us or by a parent
+       that was itself waited for; ru_maxrss is the largest single one, not a sum. */
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    bool spawned = r->reaped && r->spawn_error[0] == '\0';
+
+    struct buf b = { 0 };
+    buf_add(&b, "{", 1);
+    json_kstr(&b, "helper_version", HELPER_VERSION);
+    json_kint(&b, "wall_ns", r->t_end - r->t_start);
+    json_kuint(&b, "user_us", timeval_us(ru.ru_utime));
+    json_kuint(&b, "sys_us", timeval_us(ru.ru_stime));
+    json_kint(&b, "maxrss_kb", ru.ru_maxrss);
+    if (spawned && WIFEXITED(r->status))
+        json_kint(&b, "exit_code", WEXITSTATUS(r->status));
+    else
+        json_knull(&b, "exit_code");
+    if (spawned && WIFSIGNALED(r->status))
+        json_kint(&b, "signal", WTERMSIG(r->status));
+    else
+        json_knull(&b, "signal");
+    json_kbool(&b, "timed_out", r->timed_out);
+    if (oom_known)
+        json_kuint(&b, "oom_kills", oom_kills);
+    else
+        json_knull(&b, "oom_kills");
+    json_kuint(&b, "stdout_bytes", r->out.total);
+    json_kuint(&b, "stderr_bytes", r->err.total);
+    json_kbool(&b, "stdout_truncated", r->out.total > r->opt.cap_bytes);
+    json_kbool(&b, "stderr_truncated", r->err.total > r->opt.cap_bytes);
+    json_kuint(&b, "stray_killed", r->killed.n - r->killed_before_exit);
+    json_kstr(&b, "spawn_error", r->spawn_error[0] ? r->spawn_error : NULL);
+    json_kuint(&b, "cap_bytes", r->opt.cap_bytes);
+    json_kuint(&b, "timeout_ms", r->opt.timeout_ms);
+    json_kuint(&b, "grace_ms", r->opt.grace_ms);
+    buf_add(&b, "}", 1);
+    if (b.failed)
+        helper_error("out of memory while writing the result");
+    else
+        emit_frame('r', b.data, b.len);
+    buf_free(&b);
+}
+
+/* Become a subreaper, stop same-uid processes from reading our descriptors, and route the
+   signals we care about into a signalfd instead of handlers. */
+static bool prepare_helper(struct run *r)
+{
+    char why[160];
+    r->self = getpid();
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+        format_errno(why, sizeof why, "prctl(PR_SET_CHILD_SUBREAPER)", errno);
+        helper_error("%s: a daemonising tool could escape", why);
+        return false;
+    }
+    /* Non-dumpable: the tool, which runs as our uid, can neither ptrace us nor open
+       /proc/<helper>/fd/1 and write forged frames into our stdout. */
+    if (prctl(PR_SET_DUMPABLE, 0) < 0) {
+        format_errno(why, sizeof why, "prctl(PR_SET_DUMPABLE)", errno);
+        helper_error("%s: the tool could write into the helper's stdout", why);
+        return false;
+    }
+    /* An inherited SIG_IGN for SIGCHLD would make the kernel reap children for us and
+       lose the tool's exit status. */
+    signal(SIGCHLD, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0
+        || (r->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+        format_errno(why, sizeof why, "signalfd", errno);
+        helper_error("%s", why);
+        return false;
+    }
+    return true;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    struct run r = { .sigfd = -1, .out.fd = -1, .err.fd = -1 };
+    int rc = parse_run_args(argc, argv, &r.opt);
+    if (rc != 0)
+        return rc;
+    if (!prepare_helper(&r))
+        return EXIT_NO_RESULT;
+
+    uint64_t oom_before = 0, oom_after = 0;
+    bool oom_known = read_oom_kills(&oom_before);
+    if (!spawn_tool(&r))
+        return EXIT_NO_RESULT;
+    if (r.child > 0) {
+        supervise(&r);
+        r.killed_before_exit = r.killed.n;
+        sweep_strays(&r);
+    }
+    drain_streams(&r);
+    flush_stream(&r.out);
+    flush_stream(&r.err);
+    free(r.out.spool);
+    free(r.err.spool);
+    oom_known = oom_known && read_oom_kills(&oom_after) && oom_after >= oom_before;
+
+    emit_result(&r, oom_known, oom_after - oom_before);
+    free(r.killed.v);
+    if (g_out_errno != 0) {
+        char why[160];
+        format_errno(why, sizeof why, "write", g_out_errno);
+        fprintf(stderr, "sandbench-exec: stdout: %s; no result was delivered\n", why);
+        return EXIT_NO_RESULT;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* probe: facts about the sandbox, as seen from inside it. No judgement here.             */
+
+struct probe_opts {
+    const char *connect, *lookup, *write;
+    char host[INET_ADDRSTRLEN];
+    struct sockaddr_in addr;
+};
+
+/* HOST:PORT with a numeric IPv4 host: the probe must never depend on name resolution. */
+static bool parse_host_port(const char *spec, struct probe_opts *o)
+{
+    const char *colon = strrchr(spec, ':');
+    if (colon == NULL || (size_t)(colon - spec) >= sizeof o->host)
+        return false;
+    memcpy(o->host, spec, (size_t)(colon - spec));
+    o->host[colon - spec] = '\0';
+    uint64_t port;
+    o->addr = (struct sockaddr_in){ .sin_family = AF_INET };
+    if (inet_pton(AF_INET, o->host, &o->addr.sin_addr) != 1
+        || !parse_u64(colon + 1, 65535, &port) || port == 0)
+        return false;
+    o->addr.sin_port = htons((uint16_t)port);
+    return true;
+}
+
+static int parse_probe_args(int argc, char **argv, struct probe_opts *o)
+{
+    *o = (struct probe_opts){ 0 };
+    for (int i = 2; i < argc; i += 2) {
+        const char *name = argv[i];
+        const char **slot = strcmp(name, "--connect") == 0 ? &o->connect
+                          : strcmp(name, "--lookup") == 0  ? &o->lookup
+                          : strcmp(name, "--write") == 0   ? &o->write
+                          : NULL;
+        if (slot == NULL)
+            return usage_error("probe: unknown option '%s'", name);
+        if (i + 1 >= argc)
+            return usage_error("probe: option %s needs a value", name);
+        *slot = argv[i + 1];
+    }
+    if (o->connect != NULL && !parse_host_port(o->connect, o))
+        return usage_error("probe: --connect wants IPV4:PORT, not '%s'", o->connect);
+    return 0;
+}
+
+static void probe_ids(struct buf *b)
+{
+    json_kuint(b, "uid", getuid());
+    json_kuint(b, "gid", getgid());
+    json_key(b, "groups");
+    int n = getgroups(0, NULL);
+    gid_t *groups = n >= 0 ? calloc((size_t)n + 1, sizeof *groups) : NULL;
+    if (groups != NULL)
+        n = getgroups(n, groups);
+    if (groups == NULL || n < 0) {
+        buf_adds(b, "null");
+    } else {
+        buf_add(b, "[", 1);
+        for (int i = 0; i < n; i++) {
+            json_sep(b);
+            buf_printf(b, "%u", (unsigned)groups[i]);
+        }
+        buf_add(b, "]", 1);
+    }
+    free(groups);
+}
+
+/* Capability sets as the kernel prints them (hex), NoNewPrivs and Seccomp as numbers. */
+static void probe_status(struct buf *b)
+{
+    static const char *const keys[] = {
+        "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp",
+    };
+    enum { N_KEYS = sizeof keys / sizeof keys[0], FIRST_INT = 5 };
+    char values[N_KEYS][64] = { { 0 } };
+
+    json_key(b, "status");
+    FILE *f = fopen("/proc/self/status", "re");
+    if (f == NULL) {
+        buf_adds(b, "null");
+        return;
+    }
+    char line[512], name[64], value[64];
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (sscanf(line, "%63[^:]: %63s", name, value) != 2)
+            continue;
+        for (size_t k = 0; k < N_KEYS; k++)
+            if (strcmp(name, keys[k]) == 0)
+                memcpy(values[k], value, sizeof value);
+    }
+    fclose(f);
+
+    buf_add(b, "{", 1);
+    for (size_t k = 0; k < N_KEYS; k++) {
+        uint64_t number;
+        if (values[k][0] == '\0')
+            json_knull(b, keys[k]);
+        else if (k < FIRST_INT)
+            json_kstr(b, keys[k], values[k]);
+        else if (parse_u64(values[k], UINT64_MAX, &number))
+            json_kuint(b, keys[k], number);
+        else
+            json_knull(b, keys[k]);
+    }
+    buf_add(b, "}", 1);
+}
+
+static int not_dot(const struct dirent *entry)
+{
+    return entry->d_name[0] != '.';
+}
+
+static void probe_interfaces(struct buf *b)
+{
+    json_key(b, "interfaces");
+    struct dirent **names;
+    /* alphasort compares with strcoll; we never call setlocale, so that is byte order. */
+    int n = scandir("/sys/class/net", &names, not_dot, alphasort);
+    if (n < 0) {
+        buf_adds(b, "null");
+        return;
+    }
+    buf_add(b, "[", 1);
+    for (int i = 0; i < n; i++) {
+        json_sep(b);
+        json_str(b, names[i]->d_name);
+        free(names[i]);
+    }
+    free(names);
+    buf_add(b, "]", 1);
+}
+
+/* The lines of a /proc/net table, verbatim but for the newline; null if unreadable. */
+static void probe_lines(struct buf *b, const char *key, const char *path, bool skip_header)
+{
+    json_key(b, key);
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        buf_adds(b, "null");
+        return;
+    }
+    char *line = NULL;
+    size_t size = 0;
+    ssize_t len;
+    bool first = true;
+    buf_add(b, "[", 1);
+    while ((len = getline(&line, &size, f)) >= 0) {
+        if (len > 0 && line[len - 1] == '\n')
+            line[len - 1] = '\0';
+        if (!(first && skip_header)) {
+            json_sep(b);
+            json_str(b, line);
+        }
+        first = false;
+    }
+    buf_add(b, "]", 1);
+    free(line);
+    fclose(f);
+}
+
+static void probe_lookup(struct buf *b, const char *name)
+{
+    json_key(b, "lookup");
+    if (name == NULL) {
+        buf_adds(b, "null");
+        return;
+    }
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *found = NULL;
+    int rc = getaddrinfo(name, NULL, &hints, &found);
+    int err = errno;
+    if (found != NULL)
+        freeaddrinfo(found);
+    buf_add(b, "{", 1);
+    json_kstr(b, "name", name);
+    json_kbool(b, "ok", rc == 0);
+    if (rc == 0) {
+        json_knull(b, "error");
+    } else if (rc == EAI_SYSTEM) {
+        char why[200];
+        format_errno(why, sizeof why, gai_strerror(rc), err);
+        json_kstr(b, "error", why);
+    } else {
+        json_kstr(b, "error", gai_strerror(rc));
+    }
+    buf_add(b, "}", 1);
+}
+
+/* {host, port, ok, errno, error} for a network attempt; err == 0 means it worked. */
+static void probe_net_result(struct buf *b, const char *key, const struct probe_opts *o,
+                             const char *step, int err)
+{
+    json_key(b, key);
+    buf_add(b, "{", 1);
+    json_kstr(b, "host", o->host);
+    json_kuint(b, "port", ntohs(o->addr.sin_port));
+    json_kbool(b, "ok", err == 0);
+    if (err == 0) {
+        json_knull(b, "errno");
+        json_knull(b, "error");
+    } else {
+        char why[200];
+        format_errno(why, sizeof why, step, err);
+        json_kint(b, "errno", err);
+        json_kstr(b, "error", why);
+    }
+    buf_add(b, "}", 1);
+}
+
+/* connect() on a non-blocking socket, then wait for the outcome for at most
+   CONNECT_TIMEOUT_MS (reported as ETIMEDOUT). Returns 0 or the errno of `*step`. */
+static int connect_within(int fd, const struct sockaddr_in *addr, const char **step)
+{
+    *step = "connect";
+    if (connect(fd, (const struct sockaddr *)addr, sizeof *addr) == 0)
+        return 0;
+    if (errno != EINPROGRESS)
+        return errno;
+    int64_t give_up = now_ns() + CONNECT_TIMEOUT_MS * NS_PER_MS;
+    struct pollfd p = { .fd = fd, .events = POLLOUT };
+    int n;
+    do
+        n = poll(&p, 1, ms_until(give_up));
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        *step = "poll";
+        return errno;
+    }
+    if (n == 0)
+        return ETIMEDOUT;
+    int err;
+    socklen_t len = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) {
+        *step = "getsockopt";
+        return errno;
+    }
+    return err;
+}
+
+/* A TCP connect. Sets *step to the call that failed and returns its errno, or 0. */
+static int tcp_connect(const struct sockaddr_in *addr, const char **step)
+{
+    *step = "socket";
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errno;
+    int err = connect_within(fd, addr, step);
+    close(fd);
+    return err;
+}
+
+/* connect() then send() of one datagram: with no route, one of the two fails. */
+static int udp_send(const struct sockaddr_in *addr, const char **step)
+{
+    static const char datagram[] = "sandbench-probe";
+    *step = "socket";
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errno;
+    int err = 0;
+    *step = "connect";
+    if (connect(fd, (const struct sockaddr *)addr, sizeof *addr) < 0) {
+        err = errno;
+    } else {
+        *step = "send";
+        if (send(fd, datagram, sizeof datagram - 1, 0) < 0)
+            err = errno;
+    }
+    close(fd);
+    return err;
+}
+
+static void probe_network(struct buf *b, const struct probe_opts *o)
+{
+    if (o->connect == NULL) {
+        json_knull(b, "connect");
+        json_knull(b, "udp");
+        return;
+    }
+    const char *step;
+    int err = tcp_connect(&o->addr, &step);
+    probe_net_result(b, "connect", o, step, err);
+    err = udp_send(&o->addr, &step);
+    probe_net_result(b, "udp", o, step, err);
+}
+
+/* Can a new file be created at PATH? ok reflects the open; an unlink failure after a
+   successful open (which leaves the file behind) is reported in errno/error. */
+static void probe_write(struct buf *b, const char *path)
+{
+    json_key(b, "write");
+    if (path == NULL) {
+        buf_adds(b, "null");
+        return;
+    }
+    const char *step = "open";
+    int err = 0;
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+    bool ok = fd >= 0;
+    if (!ok) {
+        err = errno;
+    } else {
+        close(fd);
+        step = "unlink";
+        if (unlink(path) < 0)
+            err = errno;
+    }
+    buf_add(b, "{", 1);
+    json_kstr(b, "path", path);
+    json_kbool(b, "ok", ok);
+    if (err == 0) {
+        json_knull(b, "errno");
+        json_knull(b, "error");
+    } else {
+        char why[200];
+        format_errno(why, sizeof why, step, err);
+        json_kint(b, "errno", err);
+        json_kstr(b, "error", why);
+    }
+    buf_add(b, "}", 1);
+}
+
+/* Undo the kernel's octal escapes (\040 space, \011 tab, \012 newline, \134 backslash). */
+static void unescape_octal(char *s)
+{
+    char *w = s;
+    for (const char *r = s; *r != '\0';) {
+        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7'
+            && r[3] >= '0' && r[3] <= '7') {
+            *w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
+            r += 4;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+}
+
+/* One /proc/self/mountinfo line:
+     ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS
+   Fields are split on single spaces: a source can be empty, which shows as two spaces. */
+static bool mount_entry(struct buf *b, char *line)
+{
+    enum { MAX_FIELDS = 64 };
+    char *field[MAX_FIELDS];
+    int n = 0, dash = -1;
+    for (char *token; n < MAX_FIELDS && (token = strsep(&line, " ")) != NULL; n++) {
+        field[n] = token;
+        if (dash < 0 && n >= 6 && strcmp(token, "-") == 0)
+            dash = n;
+    }
+    if (line != NULL || dash < 0 || n != dash + 4)
+        return false;
+    for (int i = 0; i < n; i++)
+        unescape_octal(field[i]);
+    json_sep(b);
+    buf_add(b, "{", 1);
+    json_kstr(b, "mount_point", field[4]);
+    json_kstr(b, "fstype", field[dash + 1]);
+    json_kstr(b, "source", field[dash + 2]);
+    json_kstr(b, "options", field[5]);
+    json_kstr(b, "super_options", field[dash + 3]);
+    buf_add(b, "}", 1);
+    return true;
+}
+
+/* All mounts, or null when the table cannot be read or has a line we cannot parse: the
+   orchestrator must not judge the mounts from a partial list. */
+static void probe_mounts(struct buf *b)
+{
+    json_key(b, "mounts");
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (f == NULL) {
+        buf_adds(b, "null");
+        return;
+    }
+    struct buf list = { 0 };
+    char *line = NULL;
+    size_t size = 0;
+    ssize_t len;
+    bool ok = true;
+    buf_add(&list, "[", 1);
+    while (ok && (len = getline(&line, &size, f)) >= 0) {
+        if (len > 0 && line[len - 1] == '\n')
+            line[len - 1] = '\0';
+        ok = mount_entry(&list, line);
+    }
+    buf_add(&list, "]", 1);
+    if (ok && !list.failed)
+        buf_add(b, list.data, list.len);
+    else
+        buf_adds(b, "null");
+    buf_free(&list);
+    free(line);
+    fclose(f);
+}
+
+static int cmd_probe(int argc, char **argv)
+{
+    struct probe_opts o;
+    int rc = parse_probe_args(argc, argv, &o);
+    if (rc != 0)
+        return rc;
+    struct buf b = { 0 };
+    buf_add(&b, "{", 1);
+    json_kstr(&b, "helper_version", HELPER_VERSION);
+    probe_ids(&b);
+    probe_status(&b);
+    probe_interfaces(&b);
+    probe_lines(&b, "routes_v4", "/proc/net/route", true);
+    probe_lines(&b, "routes_v6", "/proc/net/ipv6_route", false);
+    probe_lookup(&b, o.lookup);
+    probe_network(&b, &o);
+    probe_write(&b, o.write);
+    probe_mounts(&b);
+    buf_add(&b, "}", 1);
+    bool sent = false;
+    if (b.failed)
+        helper_error("out of memory while writing the probe report");
+    else
+        sent = emit_frame('p', b.data, b.len);
+    buf_free(&b);
+    return sent ? 0 : EXIT_NO_RESULT;
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* idle: the container's main process, under docker-init                                  */
+
+static int cmd_idle(int argc, char **argv)
+{
+    (void)argv;
+    if (argc != 2)
+        return usage_error("idle takes no arguments");
+    if (prctl(PR_SET_DUMPABLE, 0) < 0) {
+        char why[160];
+        format_errno(why, sizeof why, "prctl(PR_SET_DUMPABLE)", errno);
+        helper_error("%s", why);
+        return EXIT_NO_RESULT;
+    }
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigprocmask(SIG_BLOCK, &stop, NULL);
+    int sig;
+    while (sigwait(&stop, &sig) != 0)
+        continue;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    ensure_std_fds();
+    /* A reader that goes away must show up as EPIPE on write, so that the helper can still
+       kill the tool's processes on the way out, rather than as a silent death. */
+    signal(SIGPIPE, SIG_IGN);
+
+    if (argc < 2)
+        return usage_error("missing command");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--version") == 0 && argc == 2) {
+        printf("sandbench-exec %s\n", HELPER_VERSION);
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc, argv);
+    if (strcmp(cmd, "probe") == 0)
+        return cmd_probe(argc, argv);
+    if (strcmp(cmd, "idle") == 0)
+        return cmd_idle(argc, argv);
+    return usage_error("unknown command '%s'", cmd);
+}

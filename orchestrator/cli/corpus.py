@@ -1,0 +1,84 @@
+"""`sandbench corpus`: fetch a pinned corpus into the pristine store, list and verify it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from orchestrator import corpus
+from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, table
+from orchestrator.settings import Settings
+
+app = typer.Typer(no_args_is_help=True, help="Pinned corpora: fetch at the pin, list, verify.")
+
+Lock = typer.Option(None, "--lock", dir_okay=False,
+                    help="The corpus lock (default: corpus.lock in the project root).")
+CorpusId = typer.Argument(..., help="A corpus id from corpus.lock.", show_default=False)
+
+
+def _load(bench_root: Path | None, lock: Path | None) -> tuple[Settings, Path,
+                                                                dict[str, corpus.CorpusPin]]:
+    cfg = settings(bench_root)
+    lock = lock or corpus.lock_path(cfg)
+    return cfg, lock, corpus.load_lock(lock)
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.1f} kB"
+
+
+def _describe(info: corpus.PristineInfo) -> str:
+    langs = ", ".join(f"{name} {count:,}" for name, count in info.languages.items()) or "none"
+    return (f"{info.id} @ {info.sha}: {info.tracked_files:,} tracked files ({langs}); "
+            f"worktree {_size(info.worktree_bytes)}, git {_size(info.git_bytes)}"
+            f"{', shallow' if info.shallow else ''}; tree digest {info.tree_digest[:16]}")
+
+
+@app.command("fetch")
+def fetch(corpus_id: str = CorpusId,
+          source: Path = typer.Option(None, "--from", help="A local clone, bare mirror or git "
+                                      "bundle to fetch from instead of the url."),
+          force: bool = typer.Option(False, "--force", help="Refetch, verify and replace an "
+                                     "existing pristine copy."),
+          full_history: bool = typer.Option(False, "--full-history", help="Keep the pin's "
+                                            "whole ancestry, not only the pinned commit."),
+          bench_root: Path = BenchRoot, lock: Path = Lock, as_json: bool = Json) -> None:
+    """Fetch exactly the pinned commit into the pristine store (the only network use)."""
+    cfg, lock_file, pins = _load(bench_root, lock)
+    info = corpus.fetch(corpus.pin_for(pins, corpus_id, lock_file), cfg, source=source,
+                        force=force, full_history=full_history)
+    if as_json:
+        emit_json(info.to_json())
+        return
+    typer.echo(f"fetched {_describe(info)}\n  into {corpus.corpus_dir(cfg, info.id)}")
+
+
+@app.command("ls")
+def ls(bench_root: Path = BenchRoot, lock: Path = Lock, as_json: bool = Json) -> None:
+    """Every pinned corpus: id, pin, status, whether it is fetched, tracked file count."""
+    cfg, _, pins = _load(bench_root, lock)
+    rows = [{"id": s.pin.id, "sha": s.pin.sha, "status": s.pin.status, "kind": s.pin.kind,
+             "repo": s.pin.repo, "fetched": s.state,
+             "fetched_sha": s.info.sha if s.info else None,
+             "files": s.info.tracked_files if s.info else None}
+            for s in corpus.list_corpora(pins, cfg)]
+    if as_json:
+        emit_json(rows)
+        return
+    typer.echo(table([{**row, "pin": (row["sha"] or "-")[:12],
+                       "fetched": f"stale: fetched {row['fetched_sha'][:12]}"
+                       if row["fetched"] == "stale" else row["fetched"]} for row in rows],
+                     ["id", "pin", "status", "fetched", "files"]))
+
+
+@app.command("verify")
+def verify(corpus_id: str = CorpusId, bench_root: Path = BenchRoot, lock: Path = Lock,
+           as_json: bool = Json) -> None:
+    """Check the pristine copy: at the pin, detached, no remotes, clean, tree digest unchanged."""
+    cfg, lock_file, pins = _load(bench_root, lock)
+    info = corpus.verify_pristine(corpus.pin_for(pins, corpus_id, lock_file), cfg)
+    if as_json:
+        emit_json(info.to_json())
+        return
+    typer.echo(f"ok: {_describe(info)}")

@@ -1,0 +1,6 @@
+namespace Acme.Ordering.Events;
+
+public interface IEventPublisher
+{
+    void Publish(OrderPlaced placed);
+}

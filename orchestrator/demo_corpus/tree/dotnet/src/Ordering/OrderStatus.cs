@@ -1,0 +1,8 @@
+namespace Acme.Ordering;
+
+public enum OrderStatus
+{
+    Draft,
+    Placed,
+    Cancelled,
+}

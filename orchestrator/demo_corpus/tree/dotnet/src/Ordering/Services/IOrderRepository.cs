@@ -1,0 +1,8 @@
+namespace Acme.Ordering.Services;
+
+public interface IOrderRepository
+{
+    Order? Find(Guid id);
+
+    void Save(Order order);
+}

@@ -1,0 +1,83 @@
+"""The commands a person runs, end to end against the real engine."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from orchestrator import images
+from orchestrator.cli import app
+from orchestrator.engine import Engine
+from orchestrator.settings import Settings
+
+pytestmark = pytest.mark.integration
+runner = CliRunner()
+
+
+def _invoke(*args: str) -> object:
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_sandbox_check_verifies_every_arm_and_audit_agrees(bench: Settings) -> None:
+    root = str(bench.bench_root)
+    result = _invoke("sandbox", "check", "--bench-root", root)
+    assert result.exit_code == 0, result.output
+    for arm in ("rg", "ast-grep", "code-review-graph"):
+        assert f"{arm}: all guards verified" in result.output
+    run_dir = re.search(r"snapshots: (\S+)", result.output).group(1)
+    audited = _invoke("audit", run_dir, "--json")
+    assert audited.exit_code == 0, audited.output
+    arms = json.loads(audited.stdout)
+    assert sorted(a["arm"] for a in arms) == ["ast-grep", "code-review-graph", "rg"]
+    assert all(a["ok"] and a["matches_stored"] for a in arms)
+
+
+def test_sandbox_exec_keeps_the_transcript(bench: Settings) -> None:
+    result = _invoke("sandbox", "exec", "rg", "--bench-root", str(bench.bench_root), "--json",
+                     "--", "rg", "--version")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["record"]["outcome"] == "ok"
+    assert Path(out["cell"], "stdout").read_bytes().startswith(b"ripgrep 13.0.0")
+
+
+def test_verify_is_clean_and_a_noop_build_says_so(bench: Settings) -> None:
+    result = _invoke("images", "verify", "--bench-root", str(bench.bench_root))
+    assert result.exit_code == 0, result.output
+    assert result.output.count(" ok ") == 5
+    build = _invoke("images", "build", "--bench-root", str(bench.bench_root), "--json")
+    assert {o["action"] for o in json.loads(build.stdout)} == {"up-to-date"}
+
+
+def test_verify_reports_a_stale_recipe(engine: Engine, bench: Settings, tmp_path: Path) -> None:
+    lock = images.ImageLock.load(bench.images_lock)
+    lock.images["rg"]["recipe_hash"] = "0" * 64
+    lock.save()
+    checks = {c.name: c.status for c in images.verify(engine, bench)}
+    assert checks["rg"] == "stale" and checks["base"] == "ok"
+    result = _invoke("images", "verify", "--bench-root", str(bench.bench_root))
+    assert result.exit_code == 1
+
+
+def test_export_then_import_restores_the_exact_images(engine: Engine, bench: Settings,
+                                                      tmp_path: Path) -> None:
+    archive = tmp_path / "rg.tar"
+    result = _invoke("images", "export", "rg", "-o", str(archive), "--bench-root",
+                     str(bench.bench_root))
+    assert result.exit_code == 0, result.output
+    meta = json.loads(archive.with_name("rg.tar.json").read_text())
+    assert sorted(meta["images"]) == ["base", "rg"]
+    other = Settings(project_root=bench.project_root, bench_root=tmp_path / "other")
+    imported = _invoke("images", "import", str(archive), "--bench-root", str(other.bench_root))
+    assert imported.exit_code == 0, imported.output
+    again = images.ImageLock.load(other.images_lock)
+    assert again.image_id("rg") == images.ImageLock.load(bench.images_lock).image_id("rg")
+    with archive.open("r+b") as fh:
+        fh.seek(4096)
+        fh.write(b"tampered")
+    refused = _invoke("images", "import", str(archive), "--bench-root", str(other.bench_root))
+    assert refused.exit_code == 2 and "sha256" in refused.output
