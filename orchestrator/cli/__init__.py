@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -17,15 +16,15 @@ class SandbenchGroup(TyperGroup):
     """Turns a SandbenchError anywhere below into one message on stderr and its exit code;
     Ctrl-C exits 130 quietly."""
 
-    def invoke(self, ctx: click.Context):  # type: ignore[override]
+    def invoke(self, ctx: typer.Context):  # type: ignore[override]
         try:
             return super().invoke(ctx)
         except SandbenchError as err:
-            click.echo(err.render(), err=True)
-            ctx.exit(err.exit_code)
+            typer.echo(err.render(), err=True)
+            raise typer.Exit(err.exit_code) from None
         except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            ctx.exit(130)
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(130) from None
 
 
 app = typer.Typer(cls=SandbenchGroup, no_args_is_help=True, add_completion=False,
