@@ -1,4 +1,7 @@
-"""Arm specs: an arm is data, not code. One TOML per arm under arms/."""
+"""Arm specs: an arm is data, not code. One TOML per arm under arms/: its image, declared
+environment, optional set-up step (the index build), one argv template per task kind it
+attempts, the output parser's name, and for every kind it cannot express a `not_attempted`
+entry quoting the tool's own documentation."""
 
 from __future__ import annotations
 
@@ -11,9 +14,29 @@ from typing import Any
 from orchestrator.errors import InputError
 from orchestrator.sandbox import GIB, MIB, Limits
 
-ARM_KEYS = {"description", "image", "env", "limits"}
+ARM_KEYS = {"description", "image", "env", "limits", "parser", "setup", "tasks",
+            "not_attempted"}
 LIMIT_KEYS = {"memory_mib", "pids", "cpus", "tmp_mib"}
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+KINDS = ("locate", "references", "impact", "e2e-retrieval")
+# The placeholders each kind's argv may use; {ext} and {lang} come from the task's language.
+PLACEHOLDERS = {"locate": {"ticket"}, "e2e-retrieval": {"ticket"}, "references": {"symbol"},
+                "impact": {"seed"}}
+COMMON_PLACEHOLDERS = {"ext", "lang"}
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+DEFAULT_SETUP_TIMEOUT_S = 1800.0
+
+
+@dataclass(frozen=True)
+class Setup:
+    argv: tuple[str, ...]
+    timeout_s: float = DEFAULT_SETUP_TIMEOUT_S
+
+
+@dataclass(frozen=True)
+class NotAttempted:
+    reason: str
+    source: str
 
 
 @dataclass(frozen=True)
@@ -24,6 +47,25 @@ class ArmSpec:
     description: str
     env: dict[str, str]
     limits: Limits = field(default_factory=Limits)
+    parser: str = ""
+    setup: Setup | None = None
+    tasks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    not_attempted: dict[str, NotAttempted] = field(default_factory=dict)
+
+    def render(self, kind: str, values: dict[str, str]) -> list[str]:
+        """The argv of one task: every {placeholder} replaced by the task's value."""
+        return [PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in self.tasks[kind]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "image": self.image, "description": self.description,
+                "env": self.env, "parser": self.parser,
+                "limits": {"memory_bytes": self.limits.memory_bytes, "pids": self.limits.pids,
+                           "cpus": self.limits.cpus, "tmp_bytes": self.limits.tmp_bytes},
+                "setup": None if self.setup is None else {"argv": list(self.setup.argv),
+                                                          "timeout_s": self.setup.timeout_s},
+                "tasks": {k: list(v) for k, v in self.tasks.items()},
+                "not_attempted": {k: {"reason": v.reason, "source": v.source}
+                                  for k, v in self.not_attempted.items()}}
 
 
 def _bad(path: Path, key: str, expected: str, found: Any) -> InputError:
@@ -51,8 +93,76 @@ def load_arm(path: Path) -> ArmSpec:
     for key, value in env.items():
         if not ENV_NAME.match(key) or not isinstance(value, str):
             raise _bad(path, f"env.{key}", "NAME = \"string\"", value)
+    parser = data.get("parser")
+    if not isinstance(parser, str) or not parser:
+        raise _bad(path, "parser", "the name of an output parser", parser)
+    from orchestrator import parsers  # the registry; imported here to keep specs light
+    if parser not in parsers.PARSERS:
+        raise _bad(path, "parser", f"one of {sorted(parsers.PARSERS)}", parser)
+    tasks = _tasks(path, data.get("tasks", {}))
+    not_attempted = _not_attempted(path, data.get("not_attempted", {}))
+    for kind in KINDS:
+        if kind in tasks and kind in not_attempted:
+            raise _bad(path, f"not_attempted.{kind}", "absent: the arm attempts this kind",
+                       not_attempted[kind].reason)
+        if kind not in tasks and kind not in not_attempted:
+            raise _bad(path, f"tasks.{kind}", "an argv, or a [not_attempted." + kind +
+                       "] entry quoting the tool's docs", None)
     return ArmSpec(name=path.stem, path=path, image=image, description=description,
-                   env=dict(env), limits=_limits(path, data.get("limits", {})))
+                   env=dict(env), limits=_limits(path, data.get("limits", {})), parser=parser,
+                   setup=_setup(path, data.get("setup")), tasks=tasks,
+                   not_attempted=not_attempted)
+
+
+def _argv(path: Path, key: str, value: Any, allowed: set[str]) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise _bad(path, key, "a non-empty list of strings", value)
+    for part in value:
+        for name in PLACEHOLDER.findall(part):
+            if name not in allowed:
+                raise _bad(path, key, f"placeholders among {sorted(allowed)}", "{" + name + "}")
+    return tuple(value)
+
+
+def _tasks(path: Path, table: Any) -> dict[str, tuple[str, ...]]:
+    if not isinstance(table, dict):
+        raise _bad(path, "tasks", "a table of task kinds", table)
+    tasks = {}
+    for kind, spec in table.items():
+        if kind not in KINDS:
+            raise _bad(path, f"tasks.{kind}", f"a task kind among {list(KINDS)}", kind)
+        if not isinstance(spec, dict) or set(spec) != {"argv"}:
+            raise _bad(path, f"tasks.{kind}", "a table with exactly one key, argv", spec)
+        tasks[kind] = _argv(path, f"tasks.{kind}.argv", spec["argv"],
+                            PLACEHOLDERS[kind] | COMMON_PLACEHOLDERS)
+    return tasks
+
+
+def _not_attempted(path: Path, table: Any) -> dict[str, NotAttempted]:
+    if not isinstance(table, dict):
+        raise _bad(path, "not_attempted", "a table of task kinds", table)
+    entries = {}
+    for kind, spec in table.items():
+        if kind not in KINDS:
+            raise _bad(path, f"not_attempted.{kind}", f"a task kind among {list(KINDS)}", kind)
+        if not isinstance(spec, dict) or set(spec) != {"reason", "source"}:
+            raise _bad(path, f"not_attempted.{kind}", "a table with reason and source", spec)
+        for key in ("reason", "source"):
+            if not isinstance(spec[key], str) or not spec[key].strip():
+                raise _bad(path, f"not_attempted.{kind}.{key}", "a non-empty string", spec[key])
+        entries[kind] = NotAttempted(reason=spec["reason"], source=spec["source"])
+    return entries
+
+
+def _setup(path: Path, table: Any) -> Setup | None:
+    if table is None:
+        return None
+    if not isinstance(table, dict) or not set(table) <= {"argv", "timeout_s"} or "argv" not in table:
+        raise _bad(path, "setup", "a table with argv and an optional timeout_s", table)
+    timeout = table.get("timeout_s", DEFAULT_SETUP_TIMEOUT_S)
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        raise _bad(path, "setup.timeout_s", "a positive number of seconds", timeout)
+    return Setup(argv=_argv(path, "setup.argv", table["argv"], set()), timeout_s=float(timeout))
 
 
 def _limits(path: Path, table: Any) -> Limits:

@@ -38,7 +38,8 @@ BUILD_DIR = ".sandbench-build"
 DIGEST_PINNED = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
               "http_proxy", "https_proxy", "no_proxy", "all_proxy")
-RECIPE_KEYS = {"description", "parent", "tool_version", "bootstrap"}
+RECIPE_KEYS = {"description", "parent", "tool_version", "bootstrap", "artifact"}
+ARTIFACT_DIR = "artifact"
 BOOTSTRAP_KEYS = {"suite", "variant"}
 MANIFEST_USER = "65532:65532"
 
@@ -59,6 +60,7 @@ class Recipe:
     parent: str | None
     tool_version: tuple[str, ...]
     bootstrap: Bootstrap | None
+    artifact: str | None = None  # a file the user supplies (--artifact NAME=PATH)
 
     def files_digest(self) -> str:
         """sha256 over (relative path, mode bit for executables, bytes) of every file."""
@@ -111,8 +113,11 @@ def load_recipe(path: Path) -> Recipe:
         bootstrap = Bootstrap(suite=table["suite"], variant=table["variant"])
     _require((parent is None) == (bootstrap is not None), toml_path, "parent",
              "a parent recipe, or a [bootstrap] table for the root image", parent)
+    artifact = data.get("artifact")
+    _require(artifact is None or isinstance(artifact, str) and re.fullmatch(r"[a-z0-9-]+",
+             artifact) is not None, toml_path, "artifact", "a file name ([a-z0-9-])", artifact)
     return Recipe(name=name, path=path, description=description, parent=parent,
-                  tool_version=tuple(version), bootstrap=bootstrap)
+                  tool_version=tuple(version), bootstrap=bootstrap, artifact=artifact)
 
 
 def load_recipes(images_dir: Path) -> dict[str, Recipe]:
@@ -329,9 +334,12 @@ def _run_host(argv: list[str], what: str) -> None:
         raise SandbenchError(f"{what} failed with exit code {proc.returncode}", why=tail)
 
 
-def _build_context(recipe: Recipe, into: Path) -> Path:
+def _build_context(recipe: Recipe, into: Path, artifact: Path | None) -> Path:
     ctx = into / "context"
     shutil.copytree(recipe.path, ctx, symlinks=True)
+    if artifact is not None:
+        (ctx / ARTIFACT_DIR).mkdir(exist_ok=True)
+        shutil.copy2(artifact, ctx / ARTIFACT_DIR / (recipe.artifact or artifact.name))
     build = ctx / BUILD_DIR
     build.mkdir()
     ca = build_ca_bundle()
@@ -340,7 +348,8 @@ def _build_context(recipe: Recipe, into: Path) -> Path:
 
 
 def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str,
-                  build_args: dict[str, str], labels: dict[str, str]) -> str:
+                  build_args: dict[str, str], labels: dict[str, str],
+                  artifact: Path | None) -> str:
     log_path = settings.bench_root / "image-builds" / f"{recipe.name}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     api = engine.streaming_api(timeout_s=3600)
@@ -350,7 +359,7 @@ def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str,
     image_id = None
     with tempfile.TemporaryDirectory(dir=scratch, prefix=f"ctx-{recipe.name}-") as tmp, \
             open(log_path, "w", encoding="utf-8") as out:
-        ctx = _build_context(recipe, Path(tmp))
+        ctx = _build_context(recipe, Path(tmp), artifact)
         stream = api.build(path=str(ctx), tag=tag, buildargs={**build_args,
                            **proxy_build_args()}, labels=labels, rm=True, forcerm=True,
                            pull=False, nocache=True, decode=True)
@@ -405,18 +414,40 @@ def _manifests(engine: Engine, settings: Settings, recipe: Recipe, image_id: str
 @dataclass(frozen=True)
 class BuildOutcome:
     name: str
-    action: str  # built | up-to-date | would-build
+    action: str  # built | up-to-date | would-build | unavailable
     reason: str
     tag: str | None = None
     image_id: str | None = None
     seconds: float | None = None
 
 
+def parse_artifacts(specs: Iterable[str]) -> dict[str, Path]:
+    """`NAME=PATH` pairs given with --artifact; each must be an existing file."""
+    artifacts = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise InputError.bad_value("--artifact", "--artifact", "NAME=PATH", spec)
+        if not Path(path).is_file():
+            raise InputError.bad_value("--artifact", f"--artifact {name}", "an existing file",
+                                       path)
+        artifacts[name] = Path(path).resolve()
+    return artifacts
+
+
 def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
-          dry_run: bool = False) -> list[BuildOutcome]:
+          dry_run: bool = False, artifacts: dict[str, Path] | None = None
+          ) -> list[BuildOutcome]:
     """Build the named recipes (all when none are named) and their ancestors, skipping every
-    image whose recipe hash is unchanged and whose image is present."""
+    image whose recipe hash is unchanged and whose image is present. A recipe that needs a
+    user-supplied artifact is `unavailable` until one is given."""
+    artifacts = artifacts or {}
     recipes = load_recipes(settings.images_dir)
+    for name in artifacts:
+        if name not in {r.artifact for r in recipes.values()}:
+            raise InputError.bad_value("--artifact", "--artifact", "the artifact of a recipe "
+                                       f"({sorted(r.artifact for r in recipes.values() if r.artifact)})",
+                                       name)
     lock = ImageLock.load(settings.images_lock)
     outcomes: list[BuildOutcome] = []
     rebuilt: set[str] = set()
@@ -433,6 +464,14 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
             parent_entry = lock.images.get(recipe.parent or "", {})
             parent_id, base_info = parent_entry.get("image_id", ""), {}
             build_args = {"BASE": parent_entry.get("tag", "")}
+        artifact = artifacts.get(recipe.artifact or "")
+        if recipe.artifact:
+            if artifact is None and entry is None:
+                outcomes.append(BuildOutcome(recipe.name, "unavailable", f"needs --artifact "
+                                             f"{recipe.artifact}=PATH"))
+                continue
+            build_args["ARTIFACT_SHA256"] = (sha256_file(artifact) if artifact else
+                                             entry["build_args"].get("ARTIFACT_SHA256", ""))
         rhash = recipe_hash(recipe, build_args, parent_id)
         reason = _why_build(engine, entry, rhash, parent_changed)
         if reason is None:
@@ -447,7 +486,7 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
         labels = eng.base_labels(**{eng.LABEL_IMAGE: recipe.name, eng.LABEL_RECIPE: rhash})
         logger.info("build", image=recipe.name, reason=reason, tag=tag)
         started = time.monotonic()
-        image_id = _docker_build(engine, settings, recipe, tag, build_args, labels)
+        image_id = _docker_build(engine, settings, recipe, tag, build_args, labels, artifact)
         seconds = round(time.monotonic() - started, 3)
         size = engine.call("inspect image", engine.api.inspect_image, image_id)["Size"]
         lock.images[recipe.name] = {
@@ -455,6 +494,8 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
             "parent_id": parent_id, "build_args": build_args, "build_seconds": seconds,
             "size_bytes": size, "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             **({"base": base_info} if base_info else {}),
+            **({"artifact": {"name": recipe.artifact, "path": str(artifact),
+                             "sha256": build_args["ARTIFACT_SHA256"]}} if artifact else {}),
             **_manifests(engine, settings, recipe, image_id)}
         lock.save()
         rebuilt.add(recipe.name)
@@ -478,7 +519,7 @@ def _why_build(engine: Engine | None, entry: dict[str, Any] | None, rhash: str,
 @dataclass(frozen=True)
 class ImageCheck:
     name: str
-    status: str  # ok | missing | stale | mismatched
+    status: str  # ok | unavailable | missing | stale | mismatched
     detail: str
 
 
@@ -490,12 +531,18 @@ def verify(engine: Engine, settings: Settings) -> list[ImageCheck]:
     checks = []
     for recipe in recipes.values():
         entry = lock.images.get(recipe.name)
+        if entry is None and recipe.artifact:
+            checks.append(ImageCheck(recipe.name, "unavailable",
+                                     f"needs --artifact {recipe.artifact}=PATH"))
+            continue
         if entry is None:
             checks.append(ImageCheck(recipe.name, "missing", "not in the lock: never built"))
             continue
         build_args = dict(entry.get("build_args", {}))
         if recipe.parent is not None:
-            build_args = {"BASE": lock.images.get(recipe.parent, {}).get("tag", "")}
+            build_args = {"BASE": lock.images.get(recipe.parent, {}).get("tag", ""),
+                          **({"ARTIFACT_SHA256": build_args.get("ARTIFACT_SHA256", "")}
+                             if recipe.artifact else {})}
             parent_id = lock.images.get(recipe.parent, {}).get("image_id", "")
         else:
             parent_id = entry.get("parent_id", "")

@@ -39,10 +39,13 @@ def _root() -> None:
 
 
 def _register() -> None:
-    from orchestrator.cli import audit, cleanup, corpus, images, sandbox
+    from orchestrator.cli import audit, cleanup, compose, corpus, images, run, sandbox, suite
     app.add_typer(images.app, name="images")
-    app.add_typer(sandbox.app, name="sandbox")
     app.add_typer(corpus.app, name="corpus")
+    app.add_typer(sandbox.app, name="sandbox")
+    app.add_typer(suite.app, name="suite")
+    app.command("run")(run.run)
+    app.add_typer(compose.app, name="compose")
     app.command("audit")(audit.audit)
     app.command("cleanup")(cleanup.cleanup)
 

@@ -1,0 +1,22 @@
+"""`sandbench compose export SUITE`: Compose files equivalent to a suite's containers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from orchestrator import compose as compose_mod
+from orchestrator.cli._common import BenchRoot, settings
+
+app = typer.Typer(no_args_is_help=True, help="Compose files for audit and hand reruns.")
+
+
+@app.command("export")
+def export(suite: str, run_dir: Path = typer.Option(None, "--run", file_okay=False,
+                                                    help="Point the env file at this run's "
+                                                         "work directories."),
+           bench_root: Path = BenchRoot) -> None:
+    """Write compose/SUITE.yml and this host's bench/compose/SUITE.env."""
+    yml, env = compose_mod.export(settings(bench_root), suite, run_dir)
+    typer.echo(f"wrote {yml} and {env}")

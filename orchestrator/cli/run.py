@@ -1,0 +1,82 @@
+"""`sandbench run SUITE`: every available arm answers every task, cold and warm."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from orchestrator import log, run as run_mod
+from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, table
+from orchestrator.engine import Engine
+
+
+def _progress(total: int):  # -> (callback, closer)
+    """A live bar on a terminal; one structured line per cell otherwise."""
+    done = {"n": 0, "failed": 0}
+    if sys.stderr.isatty():
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TextColumn("failures {task.fields[failed]}"), transient=False)
+        task = bar.add_task("starting", total=total, failed=0)
+        bar.start()
+
+        def advance(arm: str, cell: str, outcome: str) -> None:
+            done["failed"] += outcome != "ok"
+            bar.update(task, advance=0 if cell == run_mod.SETUP_CELL else 1,
+                       description=f"{arm} {cell}", failed=done["failed"])
+        return advance, bar.stop
+    logger = log.get("progress")
+
+    def line(arm: str, cell: str, outcome: str) -> None:
+        if cell != run_mod.SETUP_CELL:
+            done["n"] += 1
+        done["failed"] += outcome != "ok"
+        logger.info("cell", arm=arm, cell=cell, outcome=outcome, done=done["n"], total=total,
+                    failures=done["failed"])
+    return line, lambda: None
+
+
+def run(suite: str = typer.Argument(..., help="A suite under suites/."),
+        resume: Path = typer.Option(None, "--resume", file_okay=False,
+                                    help="Continue this run directory: cells with a record "
+                                         "are kept, the rest run."),
+        jobs: int = typer.Option(1, "--jobs", min=1, help="Arms run in parallel."),
+        arm: list[str] = typer.Option(None, "--arm", help="Only these arms of the suite."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and what is "
+                                     "missing; start nothing."),
+        bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
+    """Run a sealed suite. Arms run one after another unless --jobs says otherwise."""
+    cfg = settings(bench_root)
+    if dry_run:
+        try:
+            engine = Engine.connect(timeout_s=10)
+        except Exception:  # noqa: BLE001 - a plan needs no engine; it just checks less
+            engine = None
+        plan = run_mod.plan(cfg, suite, arm or None, engine)
+        rows = [{"arm": a.name, "image": a.spec.image, "image_id": (a.image_id or "")[:19],
+                 "cells": len(a.cells), "status": a.unavailable or "available"}
+                for a in plan.arms]
+        if as_json:
+            emit_json({"suite": suite, "arms": rows, "total_cells": plan.total_cells,
+                       "missing": list(plan.missing)})
+            return
+        typer.echo(table(rows, ["arm", "image", "image_id", "cells", "status"]))
+        typer.echo(f"{plan.total_cells} cells ({len(plan.suite.tasks)} tasks, "
+                   f"1 cold + {plan.suite.reps} warm each)")
+        for item in plan.missing:
+            typer.echo(f"missing: {item}")
+        return
+    engine = Engine.connect()
+    plan = run_mod.plan(cfg, suite, arm or None, engine)
+    advance, close = _progress(plan.total_cells)
+    try:
+        run_dir = run_mod.execute(engine, cfg, suite, resume=resume, jobs=jobs,
+                                  only=arm or None, progress=advance)
+    finally:
+        close()
+    if as_json:
+        emit_json({"run_dir": str(run_dir)})
+    else:
+        typer.echo(f"run directory: {run_dir}")

@@ -1,0 +1,75 @@
+"""`sandbench score RUN_DIR` and `sandbench report RUN_DIR`: scores from a run directory and
+its sealed suite, offline, and the results document rendered from those scores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from orchestrator import report as report_mod
+from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, table
+from orchestrator.fsutil import canonical_json
+from orchestrator.report import tables
+from orchestrator.score import SCORES_NAME, score_run
+from orchestrator.score.inputs import read_run_json
+
+RunDir = typer.Argument(..., file_okay=False, help="A run directory (bench/runs/RUN_ID).")
+
+
+def _scorecard(scores: dict) -> str:
+    rows = tables.terminal_scorecard(scores)
+    return table(rows, ["arm", *tables.bands(scores)]) + \
+        "\n(correct/partial/wrong/not attempted/unscored)"
+
+
+def score(run_dir: Path = RunDir,
+          suite_dir: Path = typer.Option(None, "--suite-dir", file_okay=False,
+                                         help="The sealed suite the run was made with "
+                                              "(default: the project's suites/NAME)."),
+          update: bool = typer.Option(False, "--update", help="Write the new scores even "
+                                      "where they do not reproduce the earlier ones."),
+          bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
+    """Score a run offline: grades, cost, wall time, reach and setup cost into
+    RUN_DIR/scores.json. A run scored before must reproduce every grade, recall and precision
+    (exit 1 naming each that differs, nothing written)."""
+    if suite_dir is None:
+        name = read_run_json(run_dir)["suite"]["name"]
+        suite_dir = settings(bench_root).project_root / "suites" / name
+    scores = score_run(run_dir, suite_dir, update=update)
+    if as_json:
+        emit_json({"scores": str(run_dir / SCORES_NAME), "cells": len(scores["cells"])})
+        return
+    typer.echo(_scorecard(scores))
+    typer.echo(f"scores: {run_dir / SCORES_NAME}")
+
+
+def report(run_dir: Path = RunDir,
+           check: bool = typer.Option(False, "--check", help="Render again and compare with "
+                                      "the committed document; exit 1 on any difference."),
+           output: Path = typer.Option(None, "--output", "-o", dir_okay=False,
+                                       help="Where the Markdown document goes (default "
+                                            "RUN_DIR/results.md)."),
+           fmt: str = typer.Option("md", "--format", help="md: write the document; json: "
+                                   "print scores.json on stdout.")) -> None:
+    """Render the results document from RUN_DIR/scores.json alone."""
+    if fmt not in ("md", "json"):
+        raise typer.BadParameter("md or json", param_hint="--format")
+    if fmt == "json":
+        typer.echo(canonical_json(report_mod.read(run_dir)), nl=False)
+        return
+    if check:
+        target, diffs = report_mod.differences(run_dir, output)
+        if diffs:
+            typer.echo(f"{target} differs from a fresh rendering of "
+                       f"{run_dir / SCORES_NAME}:", err=True)
+            typer.echo("\n".join(diffs), err=True)
+            raise typer.Exit(1)
+        typer.echo(f"{target}: identical to a fresh rendering")
+        return
+    done = report_mod.write(run_dir, output)
+    typer.echo(_scorecard(done.scores))
+    typer.echo(f"markdown: {done.markdown}")
+    html = run_dir / report_mod.HTML_NAME
+    if html.is_file():
+        typer.echo(f"html: {html}")

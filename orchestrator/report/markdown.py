@@ -1,0 +1,224 @@
+"""The dated results document, rendered from scores.json alone, deterministically: rendering
+the same scores again writes the same bytes, so a committed document is checked by rendering
+it again and comparing (`sandbench report RUN_DIR --check`). Nothing in it is edited by hand,
+and nothing in it depends on when or where it is rendered."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from orchestrator.report import tables
+from orchestrator.score.environment import LABELS, TOOL
+
+TITLE = "sandbench results"
+
+
+def _cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip() or " "
+
+
+def md_table(table: tables.Table) -> str:
+    columns, rows = table
+    lines = ["| " + " | ".join(_cell(c) for c in columns) + " |",
+             "|" + "|".join(" --- " for _ in columns) + "|"]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def fenced(text: str, info: str = "text") -> str:
+    """A code block whose fence no backtick run in `text` can close."""
+    longest, run = 0, 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def disclosure(env: Mapping[str, Any]) -> str:
+    """The methodology's environment block, its labels and order exactly."""
+    lines = []
+    for key, label in LABELS:
+        if key == "deviations":
+            items = env["deviations"]
+            lines.append(f"{label} " + ("none" if not items else items[0]))
+            lines += [" " * (len(label) + 1) + item for item in items[1:]]
+        else:
+            lines.append(f"{label} {env[key]}")
+    return fenced("\n".join(lines))
+
+
+def _section(title: str, *parts: str) -> str:
+    return "\n\n".join([f"## {title}", *[p for p in parts if p]])
+
+
+def _task_section(scores: Mapping[str, Any], task_id: str) -> str:
+    task = scores["tasks"][task_id]
+    inputs = "; ".join(f"{k}: \"{' '.join(v.split())}\"" for k, v in task["input"].items())
+    truth = "; ".join(f"{k}: {', '.join(v) if isinstance(v, list) else v or 'none'}"
+                      for k, v in task["truth"].items())
+    cells = [c for c in scores["cells"] if c["task"] == task_id]
+    commands = [f"{c['arm']}: {shlex.join(c['argv'])}" for c in cells if c["argv"]]
+    notes = []
+    for c in cells:
+        grade = c["grade"] or {}
+        extra = list(grade.get("notes", []))
+        if c["parse_error"]:
+            extra.append(f"parse error: {c['parse_error']}")
+        if c["flags"]:
+            extra.append("flags: " + ", ".join(c["flags"]))
+        if c["not_attempted"]:
+            extra.append(f"not attempted: \"{c['not_attempted']['reason']}\" "
+                         f"({c['not_attempted']['source']})")
+        if grade.get("missed"):
+            extra.append("missed: " + ", ".join(grade["missed"]))
+        if grade.get("outside"):
+            extra.append("outside the truth: " + ", ".join(tables.shown(grade["outside"], 10)))
+        for failure in (c["reach"] or {}).get("first_failures", [])[:1]:
+            extra.append(f"first row that does not reach: #{failure['row']} "
+                         f"{failure['path']}:{failure['line']} "
+                         f"({', '.join(failure['problems'])})")
+        notes += [f"- {c['arm']}: {n}" for n in extra]
+    return "\n\n".join(p for p in [
+        f"### {task_id} ({task['kind']}, {task['language']})",
+        f"Input: {inputs}. Truth: {truth}.",
+        md_table(tables.task_cells(scores, task_id)),
+        "Commands, exactly as each arm ran them (REP 0):" if commands else "",
+        fenced("\n".join(commands)) if commands else "",
+        "\n".join(notes)] if p)
+
+
+def _disagreements(scores: Mapping[str, Any]) -> str:
+    found = []
+    for arm in tables.arms(scores):
+        per_band = scores["cost_ratios"].get(arm)
+        for band in tables.bands(scores) if per_band else []:
+            r = per_band[band]
+            if r["disagreement"]:
+                found.append(f"- **{arm}, {band}**: the median of the per-task ratios is "
+                             f"{tables.two(r['median_of_ratios'])}, the ratio of the medians "
+                             f"{tables.two(r['ratio_of_medians'])}: {r['disagreement']}.")
+    if not scores["cost_ratios"]:
+        return "No arm besides the baseline was measured, so there is no ratio."
+    if not found:
+        return "The two forms agree in every band."
+    return "The two forms disagree here, and the disagreement is part of the result:\n\n" + \
+        "\n".join(found)
+
+
+def _outliers(scores: Mapping[str, Any]) -> str:
+    flagged = []
+    for c in scores["cells"]:
+        for s in (c["timing"] or {}).get("samples", []):
+            if s["outlier"]:
+                z = "inf" if s["z"] is None else f"{s['z']:.1f}"
+                flagged.append(f"- {c['arm']} / {c['task']} REP {s['rep']}: "
+                               f"{s['wall_ns'] / 1e6:.1f} ms, modified z {z}")
+    if not flagged:
+        return "No sample is flagged as an outlier."
+    return "Flagged outliers (kept in every median):\n\n" + "\n".join(flagged)
+
+
+def _state_files(scores: Mapping[str, Any]) -> str:
+    parts = []
+    for arm in tables.arms(scores):
+        s = scores["state"][arm]
+        env = scores["arms"][arm]["env"]
+        if s is None:
+            continue
+        files = [f"{p} ({n:,} bytes)" for p, n in s["state_files"]]
+        changes = [f"{c['status']} {c['path']}" for c in s["corpus_changes"]]
+        lines = [f"- **{arm}**: environment " + ", ".join(f"{k}={v}" for k, v in env.items())]
+        lines += [f"  - state: {f}" for f in tables.shown(files)]
+        lines += [f"  - corpus copy: {c}" for c in tables.shown(changes)]
+        parts.append("\n".join(lines))
+    return "\n".join(parts)
+
+
+def _leaders_text(scores: Mapping[str, Any]) -> str:
+    baseline = scores["suite"]["baseline"]
+    peers_lead = sum(1 for c in scores["leaders"] if any(a != TOOL for a in c["leaders"]))
+    return (f"Generated from the scores, one row per band x metric, every arm's figure beside "
+            f"the leader's (ties name every tied arm; `n/a`: no figure, the arm does not "
+            f"compete in that cell). A peer (any arm but {TOOL}, the baseline {baseline} "
+            f"included) leads or ties {peers_lead} of {len(scores['leaders'])} cells.")
+
+
+def _declarations(scores: Mapping[str, Any]) -> str:
+    quotes = scores["suite"]["declarations"]
+    return fenced("\n\n".join(quotes[k] for k in sorted(quotes)), "toml")
+
+
+def _definitions(scores: Mapping[str, Any]) -> str:
+    return "\n".join(f"- **{k}**: {v}" for k, v in sorted(scores["definitions"].items()))
+
+
+def render_markdown(scores: Mapping[str, Any]) -> str:
+    run, suite, corpus = scores["run"], scores["suite"], scores["corpus"]
+    manifest = scores["manifest"]
+    changed = manifest["scorer_changed"]
+    parts: list[str] = [
+        f"# {TITLE}: suite {suite['name']}, {run['date']}",
+        disclosure(scores["environment"]),
+        f"Run `{run['run_id']}`, sandbench {run['sandbench_version']}, Docker engine "
+        f"{scores['environment']['engine']['version']}. Rendered by `sandbench report` from "
+        f"`scores.json` ({scores['schema']}); `sandbench report RUN_DIR --check` renders it "
+        "again and compares byte for byte. No part of this document is edited by hand.",
+        _section("Scorecard", "Tasks per arm and band (`all`: every kind).",
+                 md_table(tables.scorecard(scores))),
+        _section("Corpus and setup cost",
+                 f"Corpus `{corpus['id']}`: {corpus['repo']} @ `{corpus['sha']}`, "
+                 f"{corpus['tracked_files']} tracked files ("
+                 + ", ".join(f"{k} {v}" for k, v in sorted(corpus["languages"].items()))
+                 + f"). Pristine tree digest before the run `{(corpus['pristine_digest_before'] or 'n/a')[:16]}`, "
+                 f"after `{(corpus['pristine_digest_after'] or 'n/a')[:16]}`.",
+                 "Setup cost is separate and never amortised into a per-task figure.",
+                 md_table(tables.setup(scores)), scores["definitions"]["setup"] + "."),
+        _section("Choices the suite declares",
+                 "Where the methodology leaves a choice, the sealed suite declares it; quoted "
+                 "from its suite.toml:", _declarations(scores)),
+        _section("Not attempted",
+                 "Excluded from that arm's denominators and counted in its own column."
+                 if any(scores["arms"][a]["not_attempted"] for a in tables.arms(scores))
+                 else "Every arm attempts every kind.",
+                 md_table(tables.not_attempted(scores))
+                 if any(scores["arms"][a]["not_attempted"] for a in tables.arms(scores)) else ""),
+        _section("Tasks", "Every task, with the exact command each arm ran and its verdict. "
+                 "Recall and precision are raw, so a reader can regrade under other bands.",
+                 *(_task_section(scores, t) for t in scores["tasks"])),
+        _section("Correctness", md_table(tables.correctness(scores))),
+        _section("Cost",
+                 f"Without a model in the loop: {scores['definitions']['cost.unit']}. No "
+                 "figure here comes from a model's token counter.",
+                 md_table(tables.cost(scores)),
+                 f"### Paired cost ratio against the baseline ({suite['baseline']})",
+                 scores["definitions"]["cost"] + ".",
+                 md_table(tables.ratios(scores)) if scores["cost_ratios"] else "",
+                 _disagreements(scores)),
+        _section("Wall time", scores["definitions"]["timing"] + ". Every raw sample is in "
+                 "scores.json.", md_table(tables.timing(scores)), _outliers(scores)),
+        _section("Follow-up reach and tool calls", scores["definitions"]["reach"] + ".",
+                 md_table(tables.reach(scores))),
+        _section("Where each tool wrote its state", md_table(tables.state(scores)),
+                 _state_files(scores), "Isolation guards, as stored under guards/ARM/:",
+                 md_table(tables.guards(scores))),
+        _section("Suite manifest check",
+                 f"The run recorded the seal `{manifest['manifest_sha256']}`, and the suite "
+                 "scored is that seal: every suite file and arm spec hashes as sealed. "
+                 + (f"The scorer differs from the one sealed before the run in: "
+                    f"{', '.join(changed)}." if changed else
+                    "The scorer is the one sealed before the run."),
+                 md_table(tables.manifest(scores))),
+        _section("Where peers win", _leaders_text(scores), md_table(tables.leaders(scores))),
+        _section("Definitions", _definitions(scores)),
+    ]
+    return "\n\n".join(parts).rstrip("\n") + "\n"
+
+
+def check(rendered: str, committed: str) -> Sequence[str]:
+    """The first differing lines between a fresh rendering and the committed document."""
+    import difflib
+    return list(difflib.unified_diff(committed.splitlines(), rendered.splitlines(),
+                                     "committed", "rendered", lineterm="", n=1))[:40]

@@ -1,0 +1,266 @@
+"""The document's tables as data: (column headers, rows of formatted cells), built from
+scores.json alone, so the Markdown document, the terminal scorecard and any other renderer
+show the same figures with the same fixed decimals."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from orchestrator.arms import KINDS
+
+Table = tuple[list[str], list[list[str]]]
+BAND_ORDER = (*KINDS, "all")
+NA = "n/a"
+COUNT_LABELS = (("correct", "correct"), ("partial", "partial"), ("wrong", "wrong"),
+                ("not_attempted", "not attempted"), ("unscored", "unscored"))
+METRIC_FORMAT = {"correct_share": "share", "recall_median": "share",
+                 "precision_median": "share", "tokens_median": "one", "cold_ms": "one",
+                 "warm_ms": "one", "reach_share": "share", "calls_median": "one",
+                 "install_seconds": "two", "index_seconds": "two", "on_disk_bytes": "int"}
+
+
+def share(value: float | None) -> str:
+    return NA if value is None else f"{value:.2f}"
+
+
+def one(value: float | None) -> str:
+    return NA if value is None else f"{value:.1f}"
+
+
+def two(value: float | None) -> str:
+    return NA if value is None else f"{value:.2f}"
+
+
+def integer(value: int | float | None) -> str:
+    return NA if value is None else f"{int(value):,}"
+
+
+FORMATTERS = {"share": share, "one": one, "two": two, "int": integer}
+
+
+def bands(scores: Mapping[str, Any]) -> list[str]:
+    """The task kinds in the methodology's order, then `all` (scores.json sorts its keys)."""
+    present = set().union(*(set(per_band) for per_band in scores["summary"].values()))
+    return [b for b in BAND_ORDER if b in present]
+
+
+def kinds(scores: Mapping[str, Any]) -> list[str]:
+    return [b for b in bands(scores) if b != "all"]
+
+
+def arms(scores: Mapping[str, Any]) -> list[str]:
+    return list(scores["suite"]["arms"])
+
+
+def arm_label(scores: Mapping[str, Any], arm: str) -> str:
+    info = scores["arms"][arm]
+    tags = []
+    if info["baseline"]:
+        tags.append("baseline")
+    if info["status"] != "available":
+        tags.append(info["status"])
+    return arm + (f" ({', '.join(tags)})" if tags else "")
+
+
+def scorecard(scores: Mapping[str, Any]) -> Table:
+    columns = ["arm", "band", *(label for _, label in COUNT_LABELS)]
+    rows = []
+    for arm in arms(scores):
+        for band in bands(scores):
+            counts = scores["summary"][arm][band]["counts"]
+            rows.append([arm_label(scores, arm), band, *(str(counts[k]) for k, _ in COUNT_LABELS)])
+    return columns, rows
+
+
+def correctness(scores: Mapping[str, Any]) -> Table:
+    columns = ["arm", "band", "graded", "correct share", "median recall", "median precision",
+               "failures"]
+    rows = []
+    for arm in arms(scores):
+        for band in bands(scores):
+            s = scores["summary"][arm][band]
+            failures = ", ".join(f"{k} {v}" for k, v in s["failures"].items()) or "none"
+            rows.append([arm, band, str(s["graded"]), share(s["correct_share"]),
+                         share(s["recall_median"]), share(s["precision_median"]), failures])
+    return columns, rows
+
+
+def cost(scores: Mapping[str, Any]) -> Table:
+    columns = ["arm", "band", "tasks", "median tokens (proxy)", "median bytes", "total bytes"]
+    rows = []
+    for arm in arms(scores):
+        for band in bands(scores):
+            c = scores["summary"][arm][band]["cost"]
+            rows.append([arm, band, str(c["n"]), one(c["tokens_median"]), one(c["bytes_median"]),
+                         integer(c["bytes_total"])])
+    return columns, rows
+
+
+def ratios(scores: Mapping[str, Any]) -> Table:
+    columns = ["arm", "band", "paired tasks", "undefined", "median of ratios",
+               "ratio of medians", "the two forms"]
+    rows = []
+    for arm in arms(scores):
+        per_band = scores["cost_ratios"].get(arm)
+        for band in bands(scores) if per_band else []:
+            r = per_band[band]
+            verdict = NA if r["median_of_ratios"] is None else (
+                "disagree" if r["disagreement"] else "agree")
+            rows.append([arm, band, str(r["pairs"]), str(r["undefined"]),
+                         two(r["median_of_ratios"]), two(r["ratio_of_medians"]), verdict])
+    return columns, rows
+
+
+def timing(scores: Mapping[str, Any]) -> Table:
+    columns = ["arm", "band", "cold ms (median)", "warm ms (median)", "tasks cold", "tasks warm",
+               "outliers flagged"]
+    rows = []
+    for arm in arms(scores):
+        for band in bands(scores):
+            t = scores["summary"][arm][band]["timing"]
+            rows.append([arm, band, one(t["cold_ms"]), one(t["warm_ms"]), str(t["cold_n"]),
+                         str(t["warm_n"]), str(t["outliers"])])
+    return columns, rows
+
+
+def reach(scores: Mapping[str, Any]) -> Table:
+    columns = ["arm", "band", "reaches", "fails", "empty", "unverifiable", "share",
+               "why rows failed", "median calls", "total calls"]
+    rows = []
+    for arm in arms(scores):
+        for band in bands(scores):
+            s = scores["summary"][arm][band]
+            r, calls = s["reach"], s["calls"]
+            why = ", ".join(f"{k} {v}" for k, v in r["row_problems"].items()) or "none"
+            rows.append([arm, band, str(r["reaches"]), str(r["fails"]), str(r["empty"]),
+                         str(r["unverifiable"]), share(r["share"]), why, one(calls["median"]),
+                         str(calls["total"])])
+    return columns, rows
+
+
+def _break_even(entry: Mapping[str, Any] | None) -> str:
+    if entry is None:
+        return "baseline"
+    kind = entry["kind"]
+    if kind == "after":
+        return f"after {entry['tasks']} tasks"
+    if kind == "ahead-until":
+        return f"ahead until {entry['tasks']} tasks"
+    if kind == "immediate":
+        return "immediate"
+    if kind == "never":
+        return "never"
+    return f"unknown ({entry['why']})"
+
+
+def setup(scores: Mapping[str, Any]) -> Table:
+    columns = ["arm", "status", "tool version", "install s", "index build s", "index outcome",
+               "on disk bytes", "image bytes", "break-even vs baseline"]
+    rows = []
+    for arm in arms(scores):
+        info, s = scores["arms"][arm], scores["setup"][arm]
+        if s is None:
+            rows.append([arm, info["status"], info["tool_version"] or NA, NA, NA, NA, NA, NA,
+                         NA])
+            continue
+        index = s["index"]
+        rows.append([arm, info["status"], info["tool_version"] or NA, two(s["install_seconds"]),
+                     "no index" if index is None else two(index["seconds"]),
+                     "n/a" if index is None else index["outcome"], integer(s["on_disk_bytes"]),
+                     integer(s["image_size_bytes"]), _break_even(s["break_even"])])
+    return columns, rows
+
+
+def task_cells(scores: Mapping[str, Any], task: str) -> Table:
+    columns = ["arm", "verdict", "recall", "precision", "files", "tokens", "cold ms", "warm ms",
+               "calls", "reach"]
+    rows = []
+    for cell in scores["cells"]:
+        if cell["task"] != task:
+            continue
+        verdict = cell["verdict"].replace("_", " ")
+        if cell["failure"]:
+            verdict += f" ({cell['failure']})"
+        if cell["unscored"]:
+            verdict += f" ({cell['unscored']['kind']})"
+        grade, c, t = cell["grade"], cell["cost"], cell["timing"]
+        rows.append([cell["arm"], verdict,
+                     share(grade["recall"]) if grade else NA,
+                     share(grade["precision"]) if grade else NA,
+                     str(grade["files_named"]) if grade else NA,
+                     integer(c["tokens"]) if c else NA,
+                     one(t["cold_ms"]) if t else NA, one(t["warm_ms"]) if t else NA,
+                     str(cell["calls"]) if cell["calls"] is not None else NA,
+                     cell["reach"]["status"] if cell["reach"] else NA])
+    return columns, rows
+
+
+def leaders(scores: Mapping[str, Any]) -> Table:
+    names = arms(scores)
+    columns = ["band", "metric", "better", "leader", *names]
+    rows = []
+    for cell in scores["leaders"]:
+        fmt = FORMATTERS[METRIC_FORMAT[cell["metric"]]]
+        rows.append([cell["band"], cell["label"], cell["better"],
+                     ", ".join(cell["leaders"]) or "none",
+                     *(fmt(cell["values"].get(a)) for a in names)])
+    return columns, rows
+
+
+def not_attempted(scores: Mapping[str, Any]) -> Table:
+    columns = ["arm", "kind", "tasks", "reason (quoted from the tool's docs)", "source"]
+    rows = []
+    for arm in arms(scores):
+        for kind, entry in scores["arms"][arm]["not_attempted"].items():
+            n = sum(1 for c in scores["cells"] if c["arm"] == arm and c["kind"] == kind)
+            rows.append([arm, kind, str(n), f"\"{entry['reason']}\"", entry["source"]])
+    return columns, rows
+
+
+def manifest(scores: Mapping[str, Any]) -> Table:
+    columns = ["file", "kind", "status", "sealed sha256", "found sha256"]
+    rows = [[r["file"], r["kind"], r["status"], (r["sealed_sha256"] or NA)[:12],
+             (r["found_sha256"] or NA)[:12]] for r in scores["manifest"]["inputs"]]
+    return columns, rows
+
+
+def state(scores: Mapping[str, Any]) -> Table:
+    columns = ["arm", "state directory (mounted at /state)", "files", "bytes",
+               "corpus copy changes", "bytes added to the corpus copy"]
+    rows = []
+    for arm in arms(scores):
+        s = scores["state"][arm]
+        if s is None:
+            rows.append([arm, NA, NA, NA, NA, NA])
+            continue
+        rows.append([arm, s["state_dir"], str(len(s["state_files"])), integer(s["state_bytes"]),
+                     str(len(s["corpus_changes"])), integer(s["corpus_added_bytes"])])
+    return columns, rows
+
+
+def guards(scores: Mapping[str, Any]) -> Table:
+    columns = ["arm", "guards checked", "failed", "verdict"]
+    rows = []
+    for arm in arms(scores):
+        g = scores["guards"][arm]
+        verdict = NA if g["ok"] is None else "pass" if g["ok"] else "refused"
+        rows.append([arm, str(g["checked"]), ", ".join(g["failed"]) or "none", verdict])
+    return columns, rows
+
+
+def terminal_scorecard(scores: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One row per arm: per kind `correct/partial/wrong/not attempted/unscored`."""
+    rows = []
+    for arm in arms(scores):
+        row = {"arm": arm_label(scores, arm)}
+        for band in bands(scores):
+            c = scores["summary"][arm][band]["counts"]
+            row[band] = "/".join(str(c[k]) for k, _ in COUNT_LABELS)
+        rows.append(row)
+    return rows
+
+
+def shown(values: Sequence[str], limit: int = 20) -> list[str]:
+    return list(values[:limit]) + ([f"... {len(values) - limit} more (scores.json)"]
+                                   if len(values) > limit else [])

@@ -1,0 +1,376 @@
+"""The run loop: every available arm answers every task of a sealed suite in its own
+verified sandbox, on its own corpus copy, cold once and warm N times, resumably.
+
+Layout of a run directory (everything later stages read; nothing else is needed):
+
+    run.json                         the environment block's facts, arms, seal, status
+    guards/ARM/                      policy, inspect and probe snapshots, verdict
+    cells/ARM/_setup/                the index build's transcript (when the arm has one)
+    cells/ARM/TASK/REP/              stdout, stderr, record.json (REP 0 = cold, 1..N warm)
+    arms/ARM/state.json              what the arm wrote: corpus-copy changes, state files
+    work/ARM/{corpus,state,out}      the arm's private mounts
+    log.jsonl                        structured log
+
+A cell counts as done only when its record.json exists, so a resume runs exactly the cells
+without one, and an interrupted cell leaves nothing behind that could be mistaken for one.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from orchestrator import __version__, arms, cleanup, corpus, images, log, rundir, suite
+from orchestrator.engine import Engine
+from orchestrator.errors import GuardViolation, InputError, SandbenchError
+from orchestrator.fsutil import atomic_write_json, sha256_file
+from orchestrator.images import ImageLock
+from orchestrator.sandbox import Sandbox, default_user
+from orchestrator.selfcheck import sandbox_spec
+from orchestrator.settings import Settings
+from orchestrator.transcripts import RECORD_NAME
+
+RUN_SCHEMA = "sandbench.run/1"
+SETUP_CELL = "_setup"
+
+logger = log.get(__name__)
+
+
+@dataclass(frozen=True)
+class ArmPlan:
+    name: str
+    spec: arms.ArmSpec
+    image_id: str | None
+    tool_version: str
+    unavailable: str | None
+    cells: tuple[tuple[str, int], ...]  # (task id, rep) in execution order
+
+
+@dataclass(frozen=True)
+class Plan:
+    suite: suite.Suite
+    arms: tuple[ArmPlan, ...]
+    missing: tuple[str, ...]  # what stops the run: images not built or stale, corpus absent
+
+    @property
+    def available(self) -> list[ArmPlan]:
+        return [a for a in self.arms if a.unavailable is None]
+
+    @property
+    def total_cells(self) -> int:
+        return sum(len(a.cells) for a in self.available)
+
+
+def _cells(spec: arms.ArmSpec, the_suite: suite.Suite) -> tuple[tuple[str, int], ...]:
+    return tuple((task.id, rep) for task in the_suite.tasks if task.kind in spec.tasks
+                 for rep in range(the_suite.reps + 1))
+
+
+def plan(settings: Settings, suite_name: str, only: list[str] | None = None,
+         engine: Engine | None = None) -> Plan:
+    """What a run would do, and what is missing, without starting anything."""
+    the_suite = suite.load_suite(settings.project_root / "suites", suite_name)
+    names = list(the_suite.arms)
+    if only:
+        unknown = [n for n in only if n not in names]
+        if unknown:
+            raise InputError(f"arm {unknown[0]!r} is not in suite {suite_name!r}",
+                             fix=f"the suite's arms: {', '.join(names)}")
+        names = [n for n in names if n in only]
+    specs = arms.load_arms(settings.arms_dir, names)
+    recipes = images.load_recipes(settings.images_dir)
+    lock = ImageLock.load(settings.images_lock)
+    checks = {c.name: c for c in images.verify(engine, settings)} if engine else {}
+    missing: list[str] = []
+    planned = []
+    for spec in specs:
+        recipe = recipes.get(spec.image)
+        if recipe is None:
+            raise InputError.bad_value(spec.path, "image", f"one of {sorted(recipes)}",
+                                       spec.image)
+        entry = lock.images.get(spec.image)
+        unavailable = None
+        if recipe.artifact and entry is None:
+            unavailable = (f"no {recipe.artifact} binary was supplied: build its image with "
+                           f"`sandbench images build {spec.image} --artifact "
+                           f"{recipe.artifact}=PATH`")
+        elif entry is None:
+            missing.append(f"image {spec.image!r} is not built (sandbench images build)")
+        elif spec.image in checks and checks[spec.image].status != "ok":
+            missing.append(f"image {spec.image!r} is {checks[spec.image].status}: "
+                           f"{checks[spec.image].detail}")
+        planned.append(ArmPlan(spec.name, spec, entry["image_id"] if entry else None,
+                               entry.get("tool_version", "") if entry else "", unavailable,
+                               _cells(spec, the_suite)))
+    if corpus.read_info(settings, the_suite.corpus) is None:
+        missing.append(f"corpus {the_suite.corpus!r} is not fetched "
+                       f"(sandbench corpus fetch {the_suite.corpus})")
+    return Plan(the_suite, tuple(planned), tuple(missing))
+
+
+# -- the run ------------------------------------------------------------------------------
+
+Progress = Callable[[str, str, str], None]  # (arm, cell, outcome) after every cell
+
+
+@dataclass
+class _Run:
+    engine: Engine
+    settings: Settings
+    plan: Plan
+    run_id: str
+    run_dir: Path
+    pin: corpus.CorpusPin
+    pristine: Path
+    progress: Progress
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+def _host() -> dict[str, Any]:
+    mem_kib = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem_kib = int(line.split()[1])
+    except OSError:
+        pass
+    return {"arch": platform.machine(), "cores": os.cpu_count(),
+            "memory_bytes": mem_kib * 1024, "os": platform.system()}
+
+
+def _arm_record(a: ArmPlan, settings: Settings) -> dict[str, Any]:
+    lock = ImageLock.load(settings.images_lock)
+    entry = lock.images.get(a.spec.image, {})
+    return {"image": a.spec.image, "image_id": a.image_id, "tool_version": a.tool_version,
+            "spec_sha256": sha256_file(a.spec.path), "spec": a.spec.to_json(),
+            "unavailable": a.unavailable, "install_seconds": entry.get("build_seconds"),
+            "image_size_bytes": entry.get("size_bytes"), "artifact": entry.get("artifact")}
+
+
+def _new_run_json(r: _Run) -> dict[str, Any]:
+    version = r.engine.version()
+    info = corpus.read_info(r.settings, r.pin.id)
+    assert info is not None
+    the_suite = r.plan.suite
+    deviations = [f"arm {a.name} not run: {a.unavailable}" for a in r.plan.arms if a.unavailable]
+    return {
+        "schema": RUN_SCHEMA, "run_id": r.run_id, "sandbench_version": __version__,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "started_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "status": "running",
+        "suite": {"name": the_suite.name, "manifest_sha256": suite.manifest_sha256(the_suite),
+                  "reps": the_suite.reps, "timeout_s": the_suite.timeout_s,
+                  "baseline": the_suite.baseline, "precision_cap": the_suite.precision_cap,
+                  "top_k": the_suite.top_k, "bands": the_suite.bands},
+        "corpus": {"id": r.pin.id, "repo": r.pin.repo, "sha": r.pin.sha,
+                   "tracked_files": info.tracked_files, "languages": info.languages,
+                   "pristine_digest_before": corpus.tree_digest(r.pristine),
+                   "pristine_digest_after": None},
+        "arms": {a.name: _arm_record(a, r.settings) for a in r.plan.arms},
+        "engine": {"version": version.get("Version"), "api_version": version.get("ApiVersion"),
+                   "kernel": version.get("KernelVersion"), "os": version.get("Os")},
+        "host": _host(), "user": default_user(), "deviations": deviations, "resumes": [],
+    }
+
+
+def _check_resumable(r: _Run, previous: dict[str, Any]) -> None:
+    """A resume continues the same run or refuses: same seal, arm specs and image ids."""
+    source = r.run_dir / "run.json"
+    the_suite = r.plan.suite
+    if previous.get("suite", {}).get("manifest_sha256") != suite.manifest_sha256(the_suite):
+        raise InputError.bad_value(source, "suite.manifest_sha256",
+                                   suite.manifest_sha256(the_suite),
+                                   previous.get("suite", {}).get("manifest_sha256"),
+                                   fix="the suite's seal changed since the run began; start "
+                                       "a new run")
+    for a in r.plan.arms:
+        was = previous.get("arms", {}).get(a.name)
+        if was is None:
+            raise InputError.bad_value(source, f"arms.{a.name}", "present", None)
+        if was["spec_sha256"] != sha256_file(a.spec.path):
+            raise InputError.bad_value(source, f"arms.{a.name}.spec_sha256",
+                                       sha256_file(a.spec.path), was["spec_sha256"],
+                                       fix=f"{a.spec.path} changed since the run began")
+        if was["image_id"] != a.image_id:
+            raise InputError.bad_value(source, f"arms.{a.name}.image_id", str(a.image_id),
+                                       was["image_id"],
+                                       fix=f"image {a.spec.image!r} was rebuilt since the run "
+                                           "began; start a new run")
+
+
+def _write_run_json(r: _Run, data: dict[str, Any]) -> None:
+    atomic_write_json(r.run_dir / "run.json", data)
+
+
+def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path | None = None,
+            jobs: int = 1, only: list[str] | None = None,
+            progress: Progress | None = None) -> Path:
+    """Run (or resume) a suite; returns the run directory."""
+    the_plan = plan(settings, suite_name, only, engine)
+    if the_plan.missing:
+        raise SandbenchError("the run cannot start: " + "; ".join(the_plan.missing),
+                             fix="build and fetch what is missing (scripts/demo does), then "
+                                 "run again")
+    the_suite = the_plan.suite
+    if diffs := suite.verify_seal(the_suite, settings):
+        first = diffs[0]
+        raise InputError(f"suite {the_suite.name!r}: {first.file} changed since the seal "
+                         f"(sealed {first.expected}, now {first.found})",
+                         fix=f"review the change, then: sandbench suite seal {the_suite.name}",
+                         file=first.file)
+    lock = corpus.lock_path(settings)
+    pin = corpus.pin_for(corpus.load_lock(lock), the_suite.corpus, lock)
+    corpus.verify_pristine(pin, settings)
+    pristine = corpus.corpus_dir(settings, pin.id)
+    suite.check_truth_at_pin(the_suite, pristine)
+
+    if resume is None:
+        run_id, run_dir = rundir.create(settings.runs_dir, f"run-{the_suite.name}")
+    else:
+        run_dir = resume.resolve()
+        if not (run_dir / "run.json").is_file():
+            raise InputError(f"{run_dir}: no run.json: not a run directory to resume",
+                             file=str(run_dir))
+        import json
+        previous = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        run_id = previous["run_id"]
+    log.configure(run_dir / "log.jsonl")
+    r = _Run(engine, settings, the_plan, run_id, run_dir, pin, pristine,
+             progress or (lambda *_: None))
+    if resume is None:
+        data = _new_run_json(r)
+    else:
+        _check_resumable(r, previous)
+        data = previous
+        data["resumes"].append(datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        data["status"] = "running"
+        left = cleanup.find(engine, run_id=run_id)
+        cleanup.remove(engine, left)
+        if left:
+            logger.info("orphans_removed", run=run_id, containers=len(left))
+    _write_run_json(r, data)
+    try:
+        arm_plans = the_plan.available
+        if jobs > 1:
+            with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="arm") as pool:
+                futures = [pool.submit(_run_arm, r, a) for a in arm_plans]
+                try:
+                    outcomes = [f.result() for f in futures]
+                except BaseException:
+                    r.stop.set()
+                    raise
+        else:
+            outcomes = [_run_arm(r, a) for a in arm_plans]
+        for a, outcome in zip(arm_plans, outcomes, strict=True):
+            data["arms"][a.name].update(outcome)
+    except KeyboardInterrupt:
+        data["status"] = "interrupted"
+        _write_run_json(r, data)
+        raise
+    except BaseException:
+        data["status"] = "failed"
+        _write_run_json(r, data)
+        raise
+    after = corpus.tree_digest(pristine)
+    data["corpus"]["pristine_digest_after"] = after
+    if after != data["corpus"]["pristine_digest_before"]:
+        data["status"] = "pristine-changed"
+        _write_run_json(r, data)
+        raise SandbenchError(f"the pristine copy of {pin.id!r} changed during the run",
+                             why=f"tree digest {data['corpus']['pristine_digest_before']} "
+                                 f"before, {after} after",
+                             fix=f"nothing in sandbench writes it: find out what did, then "
+                                 f"refetch it (sandbench corpus fetch {pin.id} --force)")
+    data["status"] = "complete"
+    data["finished_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _write_run_json(r, data)
+    return run_dir
+
+
+def _done(cell: Path) -> bool:
+    return (cell / RECORD_NAME).is_file()
+
+
+def _fresh(cell: Path) -> Path:
+    """A cell directory without a record is an unfinished one: start it again from empty."""
+    if cell.exists():
+        shutil.rmtree(cell)
+    return cell
+
+
+def _prepare_work(r: _Run, a: ArmPlan, work: Path) -> corpus.Snapshot:
+    """The arm's private corpus copy and empty state and output dirs, made anew unless the
+    arm's set-up already finished in an earlier attempt of this run."""
+    before_file = r.run_dir / "arms" / a.name / "corpus-before.json"
+    setup_done = _done(r.run_dir / "cells" / a.name / SETUP_CELL)
+    if setup_done and before_file.is_file() and (work / "corpus").is_dir():
+        return _load_snapshot(before_file)
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    corpus.make_arm_copy(r.pristine, work / "corpus", r.pin)
+    before = corpus.snapshot(work / "corpus")
+    atomic_write_json(before_file, {p: [e.kind, e.mode, e.size, e.digest]
+                                    for p, e in before.entries.items()})
+    return before
+
+
+def _load_snapshot(path: Path) -> corpus.Snapshot:
+    import json
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return corpus.Snapshot({p: corpus.Entry(*v) for p, v in raw.items()})
+
+
+def _run_arm(r: _Run, a: ArmPlan) -> dict[str, Any]:
+    """One arm: copy, sandbox, guards, set-up, then every cell; returns its summary."""
+    work = r.run_dir / "work" / a.name
+    before = _prepare_work(r, a, work)
+    lock = ImageLock.load(r.settings.images_lock)
+    spec = sandbox_spec(lock, a.spec, r.run_id, work, default_user())
+    cells = r.run_dir / "cells" / a.name
+    tasks = {t.id: t for t in r.plan.suite.tasks}
+    summary: dict[str, Any] = {}
+    with Sandbox(r.engine, spec) as box:
+        try:
+            box.verify(r.run_dir / "guards" / a.name)
+        except GuardViolation as exc:
+            logger.error("arm_refused", arm=a.name, why=exc.why)
+            return {"refused": exc.why}
+        if a.spec.setup is not None:
+            setup = cells / SETUP_CELL
+            if not _done(setup):
+                rec = box.exec(list(a.spec.setup.argv), _fresh(setup),
+                               timeout_s=a.spec.setup.timeout_s)
+                r.progress(a.name, SETUP_CELL, rec.outcome)
+        for task_id, rep in a.cells:
+            if r.stop.is_set():
+                raise KeyboardInterrupt
+            cell = cells / task_id / str(rep)
+            if _done(cell):
+                continue
+            task = tasks[task_id]
+            rec = box.exec(a.spec.render(task.kind, task.values), _fresh(cell),
+                           timeout_s=r.plan.suite.timeout_s)
+            r.progress(a.name, f"{task_id}/{rep}", rec.outcome)
+    after = corpus.snapshot(work / "corpus")
+    state = corpus.snapshot(work / "state")
+    changed = corpus.changes(before, after)
+    disclosure = {
+        "corpus_changes": [{"path": c.path, "status": c.status, "kind": c.kind,
+                            "size_before": c.size_before, "size_after": c.size_after,
+                            "in_git": c.in_git} for c in changed],
+        "state_files": sorted([p, e.size] for p, e in state.entries.items() if e.kind == "file"),
+        "state_bytes": sum(e.size for e in state.entries.values() if e.kind == "file"),
+        "corpus_added_bytes": sum(max(c.size_after - c.size_before, 0) for c in changed),
+    }
+    atomic_write_json(r.run_dir / "arms" / a.name / "state.json", disclosure)
+    summary["state_bytes"] = disclosure["state_bytes"] + disclosure["corpus_added_bytes"]
+    return summary

@@ -1,0 +1,197 @@
+"""Correctness per task kind, by the methodology's bands, with the raw recall and precision
+printed beside every grade so that a reader can regrade under other bands.
+
+The suite declares what the methodology leaves open, and the grades read it from there:
+`top_k` (a ranked `locate` or `e2e-retrieval` answer is cut at its first top_k distinct
+files), `precision_cap` (an `impact` answer naming more files than this, the seed not
+counted, is over the cap) and the `bands` thresholds.
+
+An answer is the list of distinct files its rows name, in the order the tool printed them.
+Paths are compared after normalisation (`./` dropped, the arm's `/corpus/` mount prefix
+dropped), so a tool that prints absolute container paths still names the file it names;
+whether it printed a followable path is reach's question, not this one.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Protocol
+
+from orchestrator.score.numbers import at_least, r6, ratio
+from orchestrator.suite import Suite, Task
+
+CORPUS_MOUNT = "/corpus/"
+VERDICTS = ("correct", "partial", "wrong")
+
+
+class RowLike(Protocol):
+    path: str
+    line: int | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class Grade:
+    verdict: str
+    recall: Fraction | None
+    precision: Fraction | None
+    answer: tuple[str, ...]  # the graded files, after the cut (locate, e2e) or the seed (impact)
+    files_named: int  # distinct files the whole output named
+    hits: tuple[str, ...]
+    missed: tuple[str, ...]
+    outside: tuple[str, ...]  # named, graded, and in no truth set of the task
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "recall": r6(self.recall),
+                "precision": r6(self.precision), "answer": list(self.answer),
+                "files_named": self.files_named, "hits": list(self.hits),
+                "missed": list(self.missed), "outside": list(self.outside),
+                "notes": list(self.notes)}
+
+
+def normalise(path: str) -> str:
+    """The repo-relative spelling a path is compared under."""
+    text = path.replace("\\", "/")
+    if text.startswith(CORPUS_MOUNT):
+        text = text[len(CORPUS_MOUNT):]
+    text = posixpath.normpath(text) if text else text
+    return text.removeprefix("./")
+
+
+def answer_files(rows: Sequence[RowLike]) -> list[str]:
+    """Distinct files in the order the output first names them."""
+    seen: dict[str, None] = {}
+    for row in rows:
+        if row.path:
+            seen.setdefault(normalise(row.path), None)
+    return list(seen)
+
+
+def _split(answer: Sequence[str], truth: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    named = set(answer)
+    return (tuple(t for t in truth if t in named), tuple(t for t in truth if t not in named))
+
+
+def _names_type(rows: Sequence[RowLike], files: set[str], types: Sequence[str]) -> bool:
+    patterns = [re.compile(rf"(?<![A-Za-z0-9_]){re.escape(t)}(?![A-Za-z0-9_])") for t in types]
+    return any(row.reason and row.path and normalise(row.path) in files
+               and any(p.search(row.reason) for p in patterns) for row in rows)
+
+
+def grade_locate(rows: Sequence[RowLike], task: Task, top_k: int) -> Grade:
+    files = answer_files(rows)
+    cut = files[:top_k]
+    primary: str = task.truth["primary"]
+    touched = [t for t in task.truth.get("touched", []) if t != primary]
+    truth = [primary, *touched]
+    hits, missed = _split(cut, truth)
+    notes = [f"cut at the first {top_k} of {len(files)} files"] if len(files) > top_k else []
+    if primary in cut:
+        verdict = "correct"
+    elif any(t in cut for t in touched):
+        verdict = "partial"
+        notes.append("names another touched file, not the primary")
+    elif _names_type(rows, set(cut) - {primary}, task.truth.get("types", [])):
+        verdict = "partial"
+        notes.append("names the right type in the wrong file")
+    else:
+        verdict = "wrong"
+    return Grade(verdict, ratio(len(hits), len(truth)), ratio(len(hits), len(cut)), tuple(cut),
+                 len(files), hits, missed, tuple(f for f in cut if f not in truth), tuple(notes))
+
+
+def grade_references(rows: Sequence[RowLike], task: Task, bands: dict[str, float]) -> Grade:
+    files = answer_files(rows)
+    core: list[str] = list(task.truth["core"])
+    admissible = set(task.truth.get("admissible", []))
+    hits, missed = _split(files, core)
+    outside = tuple(f for f in files if f not in core and f not in admissible)
+    inside = len(files) - len(outside)
+    notes = []
+    if at_least(len(hits), len(core), bands["references_correct_recall"]) and \
+            len(outside) <= bands["references_correct_max_outside"]:
+        verdict = "correct"
+    elif at_least(len(hits), len(core), bands["references_partial_recall"]):
+        verdict = "partial"
+        if at_least(len(hits), len(core), bands["references_correct_recall"]):
+            notes.append(f"{len(outside)} files outside core and admissible (correct allows "
+                         f"{bands['references_correct_max_outside']:g})")
+    else:
+        verdict = "wrong"
+    return Grade(verdict, ratio(len(hits), len(core)), ratio(inside, len(files)), tuple(files),
+                 len(files), hits, missed, outside, tuple(notes))
+
+
+def grade_impact(rows: Sequence[RowLike], task: Task, precision_cap: int,
+                 bands: dict[str, float]) -> Grade:
+    """The seed is the question, not part of the answer: it is dropped before grading. An
+    answer over the precision cap is wrong, whatever it contains: listing every file of the
+    corpus would otherwise always earn a grade."""
+    named = answer_files(rows)
+    seed = task.input["seed"]
+    files = [f for f in named if f != seed]
+    graded: list[str] = list(task.truth["graded"])
+    hits, missed = _split(files, graded)
+    outside = tuple(f for f in files if f not in graded)
+    notes = []
+    if len(files) > precision_cap:
+        verdict = "wrong"
+        notes.append(f"over the precision cap: {len(files)} files named, the cap is "
+                     f"{precision_cap}")
+    elif not missed:
+        verdict = "correct"
+    elif at_least(len(hits), len(graded), bands["impact_partial_fraction"]):
+        verdict = "partial"
+    else:
+        verdict = "wrong"
+    return Grade(verdict, ratio(len(hits), len(graded)), ratio(len(hits), len(files)),
+                 tuple(files), len(named), hits, missed, outside, tuple(notes))
+
+
+def grade_e2e_retrieval(rows: Sequence[RowLike], task: Task, top_k: int) -> Grade:
+    """Retrieval, never a patch: correct when every touched file is in the cut answer,
+    partial when at least one is."""
+    files = answer_files(rows)
+    cut = files[:top_k]
+    touched: list[str] = list(task.truth["touched"])
+    hits, missed = _split(cut, touched)
+    notes = [f"cut at the first {top_k} of {len(files)} files"] if len(files) > top_k else []
+    verdict = "correct" if not missed else "partial" if hits else "wrong"
+    return Grade(verdict, ratio(len(hits), len(touched)), ratio(len(hits), len(cut)), tuple(cut),
+                 len(files), hits, missed, tuple(f for f in cut if f not in touched),
+                 tuple(notes))
+
+
+def grade(rows: Sequence[RowLike], task: Task, suite: Suite) -> Grade:
+    if task.kind == "locate":
+        return grade_locate(rows, task, suite.top_k)
+    if task.kind == "references":
+        return grade_references(rows, task, suite.bands)
+    if task.kind == "impact":
+        return grade_impact(rows, task, suite.precision_cap, suite.bands)
+    if task.kind == "e2e-retrieval":
+        return grade_e2e_retrieval(rows, task, suite.top_k)
+    raise ValueError(f"no grader for task kind {task.kind!r}")
+
+
+DEFINITIONS = {
+    "answer": "the distinct files an output names, in the order it first names them; paths "
+              "compared with ./ and the /corpus/ mount prefix dropped",
+    "locate": "correct: the primary fix file is among the first top_k files; partial: another "
+              "touched file is, or a row of one of those files names a truth type (the right "
+              "type in the wrong file); recall over primary + touched, precision over the cut",
+    "references": "correct: recall over core >= references_correct_recall with at most "
+                  "references_correct_max_outside files outside core and admissible; partial: "
+                  "recall >= references_partial_recall; precision = share of named files in "
+                  "core or admissible; no cut",
+    "impact": "the seed is dropped from the answer; an answer naming more files than "
+              "precision_cap is wrong; correct: every graded file named; partial: at least "
+              "impact_partial_fraction of them; precision = share of named files graded",
+    "e2e-retrieval": "graded as retrieval, never as a patch: correct: every touched file among "
+                     "the first top_k files; partial: at least one; precision over the cut",
+}

@@ -1,0 +1,160 @@
+"""The environment disclosure block of the methodology, filled from run.json.
+
+Every line of the template is filled with what sandbench knows and `n/a` where a line does not
+apply (devscout's version when devscout was not run); each such gap, and everything else that
+differed from the methodology's procedure, is listed under Deviations. Absolute paths are
+rewritten relative to the bench root; an absolute host path outside it is cut to its last
+component, and the host is named only by its architecture, cores and memory.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+TOOL = "devscout"
+BASELINE_TOOL = "ripgrep"
+SCOUT_ENV = ("SCOUT_REGISTRY", "SCOUT_CONTENT_DB")
+# First components of the paths an arm sees inside its container: kept as they are.
+CONTAINER_ROOTS = {"corpus", "state", "out", "tmp"}
+OUTSIDE = "<outside bench>"
+_ABSOLUTE = re.compile(r"(?<![\w.~:/-])/(?:[\w.@+-]+/)*[\w.@+-]+/?")
+GIB = 1 << 30
+
+
+def bench_roots(run: Mapping[str, Any], run_dir: Path | None = None) -> list[str]:
+    """Where the bench root was when the run was made (and where the run directory sits
+    now, if it is still in a bench root's runs/), longest first."""
+    roots = set()
+    if isinstance(run.get("bench_root"), str):
+        roots.add(run["bench_root"].rstrip("/"))
+    marker = re.compile(r"(/[^\s'\"`]*?)/runs/" + re.escape(str(run.get("run_id", "\0"))))
+    for text in _strings(run):
+        roots.update(m.group(1) for m in marker.finditer(text))
+    if run_dir is not None:
+        here = Path(run_dir).resolve()
+        if here.parent.name == "runs":
+            roots.add(str(here.parent.parent))
+    return sorted((r for r in roots if r and r != "/"), key=lambda r: (-len(r), r))
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def rewrite_paths(text: str, roots: Sequence[str]) -> str:
+    """Bench-root paths become `bench/...`; any other absolute host path keeps only its last
+    component; paths inside an arm's container (/corpus, /state, /out, /tmp) stay."""
+    for root in roots:
+        text = re.sub(re.escape(root) + r"(?=[/\s'\"`,;:)]|$)", "bench", text)
+
+    def redact(match: re.Match[str]) -> str:
+        path = match.group(0)
+        first = path.strip("/").split("/")[0]
+        if first in CONTAINER_ROOTS:
+            return path
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        return f"{OUTSIDE}/{name}"
+    return _ABSOLUTE.sub(redact, text)
+
+
+def memory(nbytes: int) -> str:
+    return f"{nbytes / GIB:.1f} GiB RAM"
+
+
+def _version(tool: str, recorded: str) -> str:
+    text = recorded.strip()
+    if not text:
+        return f"{tool} n/a"
+    return text if text.split()[0] == tool else f"{tool} {text}"
+
+
+def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, str],
+               guards_ok: Mapping[str, bool | None], roots: Sequence[str],
+               extra_deviations: Sequence[str]) -> dict[str, Any]:
+    """The template's fields, in its order, plus the deviations that explain every gap."""
+    run_id = run["run_id"]
+    deviations = [rewrite_paths(str(d), roots) for d in run.get("deviations", [])]
+    tool = run["arms"].get(TOOL)
+    tool_state = arm_states.get(TOOL)
+    if tool is None:
+        tool_line, build_line, isolation = "n/a", "n/a", "n/a"
+        deviations.append(f"the suite has no {TOOL} arm: Tool version, Build and Isolation "
+                          "are n/a")
+    elif tool_state != "available":
+        tool_line, build_line, isolation = f"{TOOL} n/a (n/a)", "n/a", "n/a"
+        deviations.append(f"{TOOL} was not measured ({tool_state}): Tool version, Build and "
+                          "Isolation are n/a")
+    else:
+        version = _version(TOOL, tool.get("tool_version", ""))
+        tool_line = version if "(" in version else f"{version} (n/a)"
+        build_line = "cargo build --release, rustc n/a, n/a"
+        artifact = tool.get("artifact") or {}
+        deviations.append(f"the {TOOL} binary was supplied prebuilt (sha256 "
+                          f"{str(artifact.get('sha256', 'n/a'))[:12]}); sandbench records "
+                          "neither its rustc version nor its target triple")
+        env = tool["spec"].get("env", {})
+        state_dir = f"bench/runs/{run_id}/work/{TOOL}/state/"
+        if all(str(env.get(k, "")).startswith("/state/") for k in SCOUT_ENV):
+            isolation = f"{' and '.join(SCOUT_ENV)} redirected under {state_dir}"
+        else:
+            isolation = "n/a"
+            deviations.append(f"{TOOL}'s arm does not redirect {' and '.join(SCOUT_ENV)} "
+                              "under /state")
+    recorded = str(run["arms"][baseline].get("tool_version") or "").strip()
+    if recorded.split(" ")[0] in ("", BASELINE_TOOL):
+        baseline_line = _version(BASELINE_TOOL, recorded)
+    else:
+        baseline_line = recorded
+        deviations.append(f"the baseline is {recorded!r} (arm {baseline}), not {BASELINE_TOOL}")
+    measured = [a for a, s in arm_states.items() if s == "available"]
+    unverified = [a for a in measured if guards_ok.get(a) is not True]
+    if measured and not unverified:
+        network = "setup only; offline for every measured invocation"
+    else:
+        network = "n/a"
+        deviations.append("no stored passing guard verdict for: " + ", ".join(unverified))
+    host = run["host"]
+    deviations += list(extra_deviations)
+    deviations += [
+        "each arm ran in its own network-disabled container from a locked image, on a private "
+        f"copy of the corpus, its state under bench/runs/{run_id}/work/ARM/state/ (mounted "
+        "at /state); tools are installed in those images, not under bench/",
+        "whether the host was otherwise idle is not recorded; only its architecture, cores "
+        "and memory are",
+    ]
+    for arm, state in arm_states.items():
+        if state != "available" and arm != TOOL and not any(
+                d.startswith(f"arm {arm} ") for d in deviations):
+            deviations.append(f"arm {arm} was not measured ({state})")
+    reps = int(run["suite"]["reps"])
+    return {
+        "date": run["date"],
+        "corpus": f"{run['corpus']['repo']} @ {run['corpus']['sha']} "
+                  f"({run['corpus']['tracked_files']} indexed files at the pin)",
+        "tool_version": tool_line,
+        "build": build_line,
+        "host": f"{host['arch']} host, idleness not recorded; {host['cores']} cores, "
+                f"{memory(host['memory_bytes'])}",
+        "baseline": baseline_line,
+        "bench_root": "bench/ (throwaway; nothing installed globally)",
+        "isolation": isolation,
+        "network": network,
+        "reps": f"{reps + 1} per cell (1 cold + {reps} warm)",
+        "deviations": deviations,
+    }
+
+
+LABELS = (("date", "Date"), ("corpus", "Corpus"), ("tool_version", "Tool version"),
+          ("build", "Build"), ("host", "Host"), ("baseline", "Baseline"),
+          ("bench_root", "Bench root"), ("isolation", "Isolation"), ("network", "Network"),
+          ("reps", "Reps"), ("deviations", "Deviations"))

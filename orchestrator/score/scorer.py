@@ -1,0 +1,421 @@
+"""A run directory and its sealed suite in, `scores.json` out: every metric of the
+methodology, per cell (arm x task) and per band (task kind), with everything the results
+document needs so that a renderer works from scores.json alone.
+
+What a cell is:
+
+- `not_attempted`: the arm declares it cannot express the task's kind; the reason is quoted
+  from the arm spec (which quotes the tool's own docs). Excluded from the arm's denominators.
+- `unscored`: the tool never had a fair chance, so it is never scored as the tool's wrong
+  answer: the arm was not run (`arm-unavailable`), its guards refused it (`arm-refused`), or
+  the sandbox went away during the graded exec (`sandbox-unavailable`). Counted on its own.
+- `correct` / `partial` / `wrong`: graded on the cold invocation (REP 0). An exec that failed
+  (any other record outcome) or whose output the arm's parser cannot read (`parse-error`) is
+  `wrong` with its failure kind shown, recall 0, never dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from orchestrator import log
+from orchestrator.arms import KINDS
+from orchestrator.errors import InputError, SandbenchError
+from orchestrator.fsutil import atomic_write_json, atomic_write_text, canonical_json
+from orchestrator.score import correctness, cost, environment, leaders, reach, setup, timing
+from orchestrator.score.inputs import RunInputs, load
+from orchestrator.score.numbers import median, r6
+from orchestrator.suite import Task
+from orchestrator.transcripts import OUTCOMES
+
+SCHEMA = "sandbench.scores/1"
+SCORES_NAME = "scores.json"
+ALL = "all"
+BANDS = (*KINDS, ALL)
+COUNTS = ("correct", "partial", "wrong", "not_attempted", "unscored")
+UNSCORED_KINDS = {
+    "arm-unavailable": "the arm was not run",
+    "arm-refused": "the arm's isolation guards failed, so none of its commands ran",
+    "sandbox-unavailable": OUTCOMES["sandbox-unavailable"],
+}
+DECLARED = ("baseline", "reps", "timeout_s", "precision_cap", "top_k")
+
+logger = log.get(__name__)
+
+
+# -- one cell -----------------------------------------------------------------------------
+
+def _blank(arm: str, task: Task) -> dict[str, Any]:
+    return {"arm": arm, "task": task.id, "kind": task.kind, "verdict": None, "failure": None,
+            "parse_error": None, "unscored": None, "not_attempted": None, "argv": None,
+            "grade": None, "cost": None, "calls": None, "reach": None, "timing": None,
+            "flags": []}
+
+
+def _flags(reps: Sequence[Any]) -> list[str]:
+    flags = set()
+    ok = [r.record for r in reps if r.record.outcome == "ok"]
+    if len({r.stdout.sha256 for r in ok}) > 1:
+        flags.add("output-varies")
+    if any(r.record.outcome != "ok" for r in reps[1:]):
+        flags.add("warm-failures")
+    if reps[0].record.stdout.truncated:
+        flags.add("stdout-truncated")
+    if any("impossible-timing" in r.record.flags for r in reps):
+        flags.add("impossible-timing")
+    return sorted(flags)
+
+
+def score_cell(inputs: RunInputs, arm_name: str, task: Task,
+               index: reach.LineIndex) -> dict[str, Any]:
+    from orchestrator import parsers
+
+    cell = _blank(arm_name, task)
+    arm = next(a for a in inputs.arms if a.name == arm_name)
+    skipped = arm.spec["not_attempted"].get(task.kind)
+    if skipped is not None:
+        cell["verdict"] = "not_attempted"
+        cell["not_attempted"] = {"reason": skipped["reason"], "source": skipped["source"]}
+        return cell
+    if arm.status != "available":
+        kind = "arm-unavailable" if arm.status == "unavailable" else "arm-refused"
+        cell["verdict"] = "unscored"
+        cell["unscored"] = {"kind": kind, "reason": UNSCORED_KINDS[kind]}
+        return cell
+    reps = inputs.reps[(arm_name, task.id)]
+    cold = reps[0]
+    cell["argv"] = list(cold.record.argv)
+    cell["flags"] = _flags(reps)
+    cell["timing"] = timing.cell_timing([timing.sample(r.rep, r.record) for r in reps])
+    if cold.record.outcome == "sandbox-unavailable":
+        cell["verdict"] = "unscored"
+        cell["unscored"] = {"kind": "sandbox-unavailable",
+                            "reason": UNSCORED_KINDS["sandbox-unavailable"]}
+        return cell
+    cell["cost"] = cost.cell_cost(cold.record)
+    rows: Sequence[correctness.RowLike] = ()
+    stdout = inputs.stdout(cold)
+    if cold.record.outcome != "ok":
+        cell["failure"] = cold.record.outcome
+    else:
+        parser = parsers.get_parser(arm.spec["parser"])
+        try:
+            parsed = parser.parse(stdout, inputs.stderr(cold), task.kind)
+        except parsers.ParseError as err:
+            cell["failure"] = "parse-error"
+            cell["parse_error"] = err.message
+        else:
+            rows = parsed.rows
+            cell["calls"] = parsed.calls
+            cell["reach"] = reach.task_reach(rows, index)
+    grade = correctness.grade(rows, task, inputs.suite)
+    cell["grade"] = grade.to_json()
+    cell["verdict"] = grade.verdict if cell["failure"] is None else "wrong"
+    return cell
+
+
+# -- per band -----------------------------------------------------------------------------
+
+def _median_of(values: Sequence[float | None]) -> float | None:
+    known = [Fraction(repr(v)) for v in values if v is not None]
+    return r6(median(known))
+
+
+def band_summary(cells: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    counts = {k: sum(c["verdict"] == k for c in cells) for k in COUNTS}
+    graded = [c for c in cells if c["verdict"] in correctness.VERDICTS]
+    failures: dict[str, int] = {}
+    for c in graded:
+        if c["failure"]:
+            failures[c["failure"]] = failures.get(c["failure"], 0) + 1
+    reached = [c["reach"]["status"] for c in graded if c["reach"] is not None]
+    problems: dict[str, int] = {}
+    for c in graded:
+        for problem, n in (c["reach"] or {}).get("problems", {}).items():
+            problems[problem] = problems.get(problem, 0) + n
+    decided = sum(s in ("reaches", "fails") for s in reached)
+    calls = [c["calls"] for c in graded if c["calls"] is not None]
+    return {
+        "counts": counts, "graded": len(graded), "failures": dict(sorted(failures.items())),
+        "correct_share": r6(Fraction(counts["correct"], len(graded))) if graded else None,
+        "recall_median": _median_of([c["grade"]["recall"] for c in graded]),
+        "precision_median": _median_of([c["grade"]["precision"] for c in graded]),
+        "cost": cost.band_cost([c["cost"] for c in graded]),
+        "timing": timing.band_timing([c["timing"] for c in graded]),
+        "reach": {**{s: reached.count(s) for s in reach.STATUSES},
+                  "share": r6(Fraction(reached.count("reaches"), decided)) if decided else None,
+                  "row_problems": dict(sorted(problems.items()))},
+        "calls": {"median": r6(median(calls)), "total": sum(calls), "n": len(calls)},
+    }
+
+
+def _in_band(cells: Sequence[dict[str, Any]], band: str) -> list[dict[str, Any]]:
+    return [c for c in cells if band == ALL or c["kind"] == band]
+
+
+def _graded_costs(cells: Sequence[dict[str, Any]]) -> dict[str, int]:
+    return {c["task"]: c["cost"]["stdout_bytes"] for c in cells
+            if c["verdict"] in correctness.VERDICTS}
+
+
+def _warm_seconds(cells: Sequence[dict[str, Any]]) -> dict[str, Fraction]:
+    out = {}
+    for c in cells:
+        if c["verdict"] in correctness.VERDICTS and c["timing"]["warm_ms"] is not None:
+            out[c["task"]] = Fraction(repr(c["timing"]["warm_ms"])) / 1000
+    return out
+
+
+# -- the whole run ------------------------------------------------------------------------
+
+def declarations(suite_text: str) -> dict[str, str]:
+    """Each declared choice as the suite states it: its comment lines and its line."""
+    lines = suite_text.splitlines()
+    quotes = {}
+    for key in DECLARED:
+        for i, line in enumerate(lines):
+            if re.match(rf"{key}\s*=", line):
+                start = i
+                while start > 0 and lines[start - 1].startswith("#"):
+                    start -= 1
+                quotes[key] = "\n".join(lines[start:i + 1])
+                break
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == "[bands]")
+    except StopIteration:
+        pass
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("[")),
+                   len(lines))
+        quotes["bands"] = "\n".join(line for line in lines[start:end] if line.strip())
+    return quotes
+
+
+def _arm_section(inputs: RunInputs, roots: Sequence[str]) -> dict[str, Any]:
+    out = {}
+    for arm in inputs.arms:
+        spec = arm.spec
+        out[arm.name] = {
+            "status": arm.status,
+            "reason": None if arm.reason is None else environment.rewrite_paths(arm.reason,
+                                                                                roots),
+            "description": spec.get("description", ""), "image": arm.data["image"],
+            "image_id": arm.data.get("image_id"), "tool_version": arm.data["tool_version"],
+            "parser": spec["parser"], "spec_sha256": arm.data["spec_sha256"],
+            "env": dict(sorted(spec["env"].items())),
+            "setup_argv": None if spec.get("setup") is None else list(spec["setup"]["argv"]),
+            "tasks": {k: list(v) for k, v in sorted(spec["tasks"].items())},
+            "not_attempted": {k: {"reason": environment.rewrite_paths(v["reason"], roots),
+                                  "source": environment.rewrite_paths(v["source"], roots)}
+                              for k, v in sorted(spec["not_attempted"].items())},
+            "baseline": arm.name == inputs.suite.baseline,
+        }
+    return out
+
+
+def _guards(inputs: RunInputs) -> dict[str, Any]:
+    out = {}
+    for arm in inputs.arms:
+        verdict = inputs.verdicts.get(arm.name)
+        if verdict is None:
+            out[arm.name] = {"checked": 0, "failed": [], "ok": None}
+            continue
+        failed = sorted({str(g.get("guard")) for g in verdict if not g.get("ok")})
+        out[arm.name] = {"checked": len(verdict), "failed": failed,
+                         "ok": bool(verdict) and not failed}
+    return out
+
+
+def _state(inputs: RunInputs) -> dict[str, Any]:
+    run_id = inputs.run["run_id"]
+    out = {}
+    for arm in inputs.arms:
+        data = inputs.state.get(arm.name)
+        if data is None:
+            out[arm.name] = None
+            continue
+        out[arm.name] = {
+            "state_dir": f"bench/runs/{run_id}/work/{arm.name}/state/",
+            "corpus_dir": f"bench/runs/{run_id}/work/{arm.name}/corpus/",
+            "state_files": [[str(p), int(s)] for p, s in data["state_files"]],
+            "state_bytes": data["state_bytes"],
+            "corpus_changes": data["corpus_changes"],
+            "corpus_added_bytes": data["corpus_added_bytes"],
+        }
+    return out
+
+
+def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], reach.LineIndex]:
+    """Every score of a run, and the line index reach used; reads only, writes nothing."""
+    inputs = load(run_dir, suite_dir)
+    run, the_suite = inputs.run, inputs.suite
+    arm_names = [a.name for a in inputs.arms]
+    available = [a.name for a in inputs.arms if a.status == "available"]
+    index = reach.load_index(inputs.run_dir, available, run["corpus"]["sha"])
+    cells = [score_cell(inputs, arm, task, index) for arm in arm_names
+             for task in the_suite.tasks]
+    by_arm = {arm: [c for c in cells if c["arm"] == arm] for arm in arm_names}
+    summary = {arm: {band: band_summary(_in_band(by_arm[arm], band)) for band in BANDS}
+               for arm in arm_names}
+    baseline = the_suite.baseline
+    ratios = {arm: {band: cost.paired_ratio(_graded_costs(_in_band(by_arm[baseline], band)),
+                                            _graded_costs(_in_band(by_arm[arm], band)))
+                    for band in BANDS}
+              for arm in available if arm != baseline}
+    index_builds = {a.name: setup.index_build(inputs.setup.get(a.name)) for a in inputs.arms}
+    setups: dict[str, Any] = {}
+    one_off = {a.name: setup.one_off_seconds(a.data.get("install_seconds"),
+                                             index_builds[a.name]) for a in inputs.arms}
+    for arm in inputs.arms:
+        if arm.status != "available":
+            setups[arm.name] = None
+            continue
+        entry = setup.arm_setup(arm.data, index_builds[arm.name], inputs.state[arm.name])
+        entry["break_even"] = None if arm.name == baseline else setup.break_even(
+            one_off[arm.name], one_off[baseline], _warm_seconds(by_arm[arm.name]),
+            _warm_seconds(by_arm[baseline]))
+        setups[arm.name] = entry
+    roots = environment.bench_roots(run, inputs.run_dir)
+    guards = _guards(inputs)
+    arm_states = {a.name: a.status for a in inputs.arms}
+    changed = [r["file"] for r in inputs.manifest_rows if r["status"] != "match"]
+    extra = []
+    if changed:
+        extra.append("the scorer differs from the one sealed before the run: "
+                     + ", ".join(changed))
+    if run["resumes"]:
+        extra.append(f"the run was resumed {len(run['resumes'])} time(s)")
+    sandbox_lost = sum(1 for c in cells if (c["unscored"] or {}).get("kind")
+                       == "sandbox-unavailable")
+    if sandbox_lost:
+        extra.append(f"{sandbox_lost} cell(s) lost their sandbox during the graded exec "
+                     "(unscored)")
+    if not index.available:
+        extra.append("no line index of the pin was available: reach is unverifiable")
+    env = environment.disclosure(run, baseline, arm_states,
+                                 {a: g["ok"] for a, g in guards.items()}, roots, extra)
+    env["engine"] = {"version": run["engine"].get("version"),
+                     "api_version": run["engine"].get("api_version")}
+    scores: dict[str, Any] = {
+        "schema": SCHEMA,
+        "run": {"run_id": run["run_id"], "date": run["date"], "status": run["status"],
+                "sandbench_version": run.get("sandbench_version"),
+                "resumes": len(run["resumes"])},
+        "suite": {"name": the_suite.name, "manifest_sha256": run["suite"]["manifest_sha256"],
+                  "arms": list(the_suite.arms), "baseline": baseline, "reps": the_suite.reps,
+                  "timeout_s": r6(the_suite.timeout_s), "precision_cap": the_suite.precision_cap,
+                  "top_k": the_suite.top_k,
+                  "bands": {k: r6(v) for k, v in sorted(the_suite.bands.items())},
+                  "declarations": declarations(inputs.suite_text)},
+        "corpus": {k: run["corpus"].get(k) for k in (
+            "id", "repo", "sha", "tracked_files", "languages", "pristine_digest_before",
+            "pristine_digest_after")},
+        "environment": env,
+        "arms": _arm_section(inputs, roots),
+        "guards": guards,
+        "tasks": {t.id: {"kind": t.kind, "language": t.language, "input": dict(t.input),
+                         "truth": {k: v for k, v in sorted(t.truth.items())}}
+                  for t in the_suite.tasks},
+        "cells": cells,
+        "summary": summary,
+        "cost_ratios": ratios,
+        "setup": setups,
+        "state": _state(inputs),
+        "reach_index": {"available": index.available,
+                        "files": None if index.files is None else len(index.files)},
+        "manifest": {"manifest_sha256": run["suite"]["manifest_sha256"],
+                     "matches_run": True, "inputs": list(inputs.manifest_rows),
+                     "scorer_changed": changed},
+        "leaders": leaders.leaders(summary, setups, arm_names, BANDS),
+        "definitions": {**{f"correct.{k}": v for k, v in correctness.DEFINITIONS.items()},
+                        "cost": cost.DEFINITION, "cost.unit": cost.UNIT,
+                        "timing": timing.DEFINITION, "reach": reach.DEFINITION,
+                        "setup": setup.DEFINITION,
+                        "not_attempted": "the arm declares it cannot express the task's kind, "
+                                         "quoting the tool's own docs; excluded from that "
+                                         "arm's denominators",
+                        **{f"unscored.{k}": v for k, v in UNSCORED_KINDS.items()}},
+    }
+    return scores, index
+
+
+# -- the self-check and the write ---------------------------------------------------------
+
+def self_check(previous: dict[str, Any], scores: dict[str, Any]) -> list[str]:
+    """Every grade, recall and precision of an earlier score that this one does not
+    reproduce, one line each; empty when all are reproduced."""
+    def key(c: dict[str, Any]) -> tuple[str, str]:
+        return c["arm"], c["task"]
+
+    def facts(c: dict[str, Any]) -> dict[str, Any]:
+        grade = c.get("grade") or {}
+        return {"verdict": c.get("verdict"), "failure": c.get("failure"),
+                "recall": grade.get("recall"), "precision": grade.get("precision")}
+
+    old = {key(c): facts(c) for c in previous.get("cells", [])}
+    new = {key(c): facts(c) for c in scores["cells"]}
+    diffs = []
+    for k in sorted(old.keys() | new.keys()):
+        if k not in new:
+            diffs.append(f"{k[0]}/{k[1]}: scored before, not now")
+        elif k not in old:
+            diffs.append(f"{k[0]}/{k[1]}: not scored before")
+        else:
+            for field in ("verdict", "failure", "recall", "precision"):
+                if old[k][field] != new[k][field]:
+                    diffs.append(f"{k[0]}/{k[1]}: {field} {old[k][field]} -> {new[k][field]}")
+    return diffs
+
+
+class SelfCheckFailed(SandbenchError):
+    """Re-scoring a run did not reproduce its earlier grades; nothing was overwritten."""
+
+    def __init__(self, path: Path, differences: list[str]) -> None:
+        shown = "; ".join(differences[:10]) + (f"; ... {len(differences) - 10} more"
+                                               if len(differences) > 10 else "")
+        super().__init__(f"{path}: re-scoring does not reproduce {len(differences)} "
+                         "grade(s), recall(s) or precision(s)", why=shown,
+                         fix="find out why (a scorer change, an altered transcript); to keep "
+                             "the new scores, run again with --update",
+                         file=str(path), differences=differences)
+        self.differences = differences
+
+
+def score_run(run_dir: Path, suite_dir: Path, *, update: bool = False) -> dict[str, Any]:
+    """Score a run and write RUN_DIR/scores.json atomically (and RUN_DIR/pin-lines.json, the
+    line index reach used, when it was read from an arm's corpus copy). When the run was
+    scored before, the earlier grades must be reproduced: SelfCheckFailed names each that is
+    not, and nothing is written unless `update`."""
+    import json
+
+    run_dir = Path(run_dir)
+    scores, index = compute(run_dir, suite_dir)
+    path = run_dir / SCORES_NAME
+    if path.is_file():
+        try:
+            previous = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            if not update:
+                raise InputError(f"{path}: the earlier scores do not parse: {exc}",
+                                 fix="to replace them, run again with --update",
+                                 file=str(path)) from exc
+            previous = {}
+        differences = self_check(previous if isinstance(previous, dict) else {}, scores)
+        if differences and not update:
+            raise SelfCheckFailed(path, differences)
+    if index.source is not None and index.source != reach.PIN_LINES:
+        text = reach.pin_lines_text(index)
+        pin_lines = run_dir / reach.PIN_LINES
+        if not pin_lines.is_file() or pin_lines.read_text(encoding="utf-8") != text:
+            atomic_write_text(pin_lines, text)
+    atomic_write_json(path, scores)
+    logger.info("scored", run=scores["run"]["run_id"], cells=len(scores["cells"]))
+    return scores
+
+
+def scores_text(scores: dict[str, Any]) -> str:
+    return canonical_json(scores)

@@ -1,0 +1,269 @@
+"""Sealed task suites: tasks with their truth, a preregistration, and a manifest that hashes
+every input before any arm runs, so a number can be traced to exactly what produced it.
+
+`suites/NAME/suite.toml` declares the corpus, the arms, the baseline, the reps, the time
+limit and the choices the methodology leaves open (the impact precision cap, where ranked
+answers are cut, the bands). `suites/NAME/tasks/*.toml` holds one task each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator import corpus
+from orchestrator.arms import KINDS
+from orchestrator.errors import InputError
+from orchestrator.fsutil import atomic_write_json, sha256_file
+from orchestrator.settings import Settings
+
+LANGUAGES = {"csharp": "cs", "typescript": "ts", "rust": "rs"}
+SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_s",
+              "precision_cap", "top_k", "bands"}
+BAND_KEYS = {"references_correct_recall", "references_correct_max_outside",
+             "references_partial_recall", "impact_partial_fraction"}
+TASK_KEYS = {"id", "kind", "language", "explanation", "input", "truth"}
+INPUT_KEY = {"locate": "ticket", "e2e-retrieval": "ticket", "references": "symbol",
+             "impact": "seed"}
+TRUTH_KEYS = {"locate": ({"primary"}, {"touched", "types"}),
+              "references": ({"core"}, {"admissible"}),
+              "impact": ({"graded"}, set()),
+              "e2e-retrieval": ({"touched"}, set())}
+TASK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+MANIFEST = "manifest.json"
+PREREGISTRATION = "preregistration.md"
+# The scorer's source files: a change to how numbers are computed changes the seal.
+SCORER_SOURCES = ("orchestrator/parsers.py", "orchestrator/score")
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    kind: str
+    language: str
+    explanation: str
+    input: dict[str, str]
+    truth: dict[str, Any]
+    path: Path
+
+    @property
+    def values(self) -> dict[str, str]:
+        """What the arm's argv placeholders are filled with."""
+        return {**self.input, "ext": LANGUAGES[self.language], "lang": self.language}
+
+    def truth_paths(self) -> list[str]:
+        paths: list[str] = []
+        for key, value in self.truth.items():
+            if key == "types":
+                continue
+            paths += [value] if isinstance(value, str) else list(value)
+        if self.kind == "impact":
+            paths.append(self.input["seed"])
+        return paths
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    path: Path
+    corpus: str
+    arms: tuple[str, ...]
+    baseline: str
+    reps: int
+    timeout_s: float
+    precision_cap: int
+    top_k: int
+    bands: dict[str, float]
+    tasks: tuple[Task, ...] = field(default_factory=tuple)
+
+
+def _bad(path: Path, key: str, expected: str, found: Any) -> InputError:
+    return InputError.bad_value(path, key, expected, found)
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path} is missing", file=str(path)) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: does not parse: {exc}", file=str(path)) from exc
+
+
+def _str_list(path: Path, key: str, value: Any, allow_empty: bool) -> list[str]:
+    if (not isinstance(value, list) or not all(isinstance(v, str) and v for v in value)
+            or (not allow_empty and not value)):
+        raise _bad(path, key, "a list of repo-relative paths" + ("" if allow_empty else
+                   " (non-empty: an empty truth set satisfies every band vacuously)"), value)
+    return list(value)
+
+
+def load_task(path: Path) -> Task:
+    data = _toml(path)
+    if unknown := sorted(set(data) - TASK_KEYS):
+        raise _bad(path, unknown[0], f"one of {sorted(TASK_KEYS)}", unknown[0])
+    for key in ("id", "kind", "language", "explanation"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise _bad(path, key, "a non-empty string", data.get(key))
+    if data["id"] != path.stem or not TASK_ID.match(data["id"]):
+        raise _bad(path, "id", f"{path.stem!r} (the file name, [a-z0-9-])", data["id"])
+    kind = data["kind"]
+    if kind not in KINDS:
+        raise _bad(path, "kind", f"one of {list(KINDS)}", kind)
+    if data["language"] not in LANGUAGES:
+        raise _bad(path, "language", f"one of {sorted(LANGUAGES)}", data["language"])
+    inputs = data.get("input")
+    want = INPUT_KEY[kind]
+    if not isinstance(inputs, dict) or set(inputs) != {want}:
+        raise _bad(path, "input", f"a table with exactly {want!r} for a {kind} task", inputs)
+    if not isinstance(inputs[want], str) or not inputs[want].strip():
+        raise _bad(path, f"input.{want}", "a non-empty string", inputs[want])
+    truth = data.get("truth")
+    required, optional = TRUTH_KEYS[kind]
+    if not isinstance(truth, dict):
+        raise _bad(path, "truth", "a table", truth)
+    if missing := sorted(required - set(truth)):
+        raise _bad(path, f"truth.{missing[0]}", "present", None)
+    if unknown := sorted(set(truth) - required - optional):
+        raise _bad(path, f"truth.{unknown[0]}", f"one of {sorted(required | optional)}",
+                   unknown[0])
+    for key, value in truth.items():
+        if key == "primary":
+            if not isinstance(value, str) or not value:
+                raise _bad(path, "truth.primary", "a repo-relative path", value)
+        elif key == "types":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise _bad(path, "truth.types", "a list of type names", value)
+        else:
+            _str_list(path, f"truth.{key}", value, allow_empty=key in optional)
+    if kind == "impact" and inputs["seed"] in truth["graded"]:
+        raise _bad(path, "truth.graded", "files beyond the seed", inputs["seed"])
+    return Task(id=data["id"], kind=kind, language=data["language"],
+                explanation=data["explanation"], input=dict(inputs), truth=dict(truth),
+                path=path)
+
+
+def load_suite(suites_dir: Path, name: str) -> Suite:
+    folder = suites_dir / name
+    if not folder.is_dir():
+        known = sorted(p.name for p in suites_dir.iterdir() if p.is_dir()) if \
+            suites_dir.is_dir() else []
+        raise InputError(f"unknown suite {name!r}", fix=f"known suites: {', '.join(known)}")
+    path = folder / "suite.toml"
+    data = _toml(path)
+    if unknown := sorted(set(data) - SUITE_KEYS):
+        raise _bad(path, unknown[0], f"one of {sorted(SUITE_KEYS)}", unknown[0])
+    if missing := sorted(SUITE_KEYS - set(data)):
+        raise _bad(path, missing[0], "present", None)
+    if data["version"] != 1:
+        raise _bad(path, "version", "1", data["version"])
+    if data["name"] != name:
+        raise _bad(path, "name", repr(name), data["name"])
+    arms = data["arms"]
+    if not isinstance(arms, list) or not arms or not all(isinstance(a, str) for a in arms):
+        raise _bad(path, "arms", "a non-empty list of arm names", arms)
+    if data["baseline"] not in arms:
+        raise _bad(path, "baseline", f"one of the suite's arms {arms}", data["baseline"])
+    for key in ("reps", "precision_cap", "top_k"):
+        if not isinstance(data[key], int) or isinstance(data[key], bool) or data[key] < 1:
+            raise _bad(path, key, "a positive integer", data[key])
+    if not isinstance(data["timeout_s"], int | float) or data["timeout_s"] <= 0:
+        raise _bad(path, "timeout_s", "a positive number of seconds", data["timeout_s"])
+    bands = data["bands"]
+    if not isinstance(bands, dict) or set(bands) != BAND_KEYS or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in bands.values()):
+        raise _bad(path, "bands", f"a table of numbers with exactly {sorted(BAND_KEYS)}", bands)
+    tasks = tuple(load_task(p) for p in sorted((folder / "tasks").glob("*.toml")))
+    if not tasks:
+        raise InputError(f"{folder / 'tasks'}: the suite has no tasks", file=str(folder))
+    return Suite(name=name, path=folder, corpus=data["corpus"], arms=tuple(arms),
+                 baseline=data["baseline"], reps=data["reps"], timeout_s=float(data["timeout_s"]),
+                 precision_cap=data["precision_cap"], top_k=data["top_k"],
+                 bands={k: float(v) for k, v in bands.items()}, tasks=tasks)
+
+
+def check_truth_at_pin(suite: Suite, pristine: Path) -> None:
+    """Every truth path (and impact seed) is a file tracked at the pinned commit."""
+    listed = subprocess.run(["git", "-C", str(pristine), "ls-tree", "-r", "--name-only", "HEAD"],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    tracked = set(listed)
+    for task in suite.tasks:
+        for rel in task.truth_paths():
+            if rel not in tracked:
+                raise _bad(task.path, "truth" if rel != task.input.get("seed") else "input.seed",
+                           f"a file tracked at the pin of corpus {suite.corpus!r}", rel)
+
+
+# -- the seal -----------------------------------------------------------------------------
+
+def sealed_inputs(suite: Suite, settings: Settings) -> dict[str, str]:
+    """Every input that decides a number, relative to the project root -> its sha256."""
+    root = settings.project_root
+    files = [suite.path / "suite.toml", suite.path / PREREGISTRATION,
+             *(t.path for t in suite.tasks),
+             *(settings.arms_dir / f"{arm}.toml" for arm in suite.arms)]
+    for source in SCORER_SOURCES:
+        target = root / source
+        files += sorted(target.rglob("*.py")) if target.is_dir() else [target]
+    digests = {}
+    for file in files:
+        if not file.is_file():
+            raise InputError(f"{file} is missing: it is an input of suite {suite.name!r}",
+                             file=str(file))
+        digests[file.relative_to(root).as_posix()] = sha256_file(file)
+    return digests
+
+
+def corpus_pin(suite: Suite, settings: Settings) -> dict[str, str]:
+    lock = corpus.lock_path(settings)
+    pin = corpus.pin_for(corpus.load_lock(lock), suite.corpus, lock)
+    if pin.sha is None:
+        raise _bad(suite.path / "suite.toml", "corpus", "a registered (pinned) corpus",
+                   suite.corpus)
+    return {"id": pin.id, "repo": pin.repo, "sha": pin.sha}
+
+
+def seal(suite: Suite, settings: Settings) -> Path:
+    manifest = {"version": 1, "suite": suite.name, "corpus": corpus_pin(suite, settings),
+                "inputs": sealed_inputs(suite, settings)}
+    path = suite.path / MANIFEST
+    atomic_write_json(path, manifest)
+    return path
+
+
+@dataclass(frozen=True)
+class SealDifference:
+    file: str
+    expected: str | None
+    found: str | None
+
+
+def verify_seal(suite: Suite, settings: Settings) -> list[SealDifference]:
+    """What differs between the manifest and the inputs now; empty when the seal holds."""
+    path = suite.path / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"suite {suite.name!r} is not sealed: {path} is missing",
+                         fix=f"sandbench suite seal {suite.name}", file=str(path)) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: does not parse: {exc}", file=str(path)) from exc
+    sealed = manifest.get("inputs", {})
+    now = sealed_inputs(suite, settings)
+    diffs = [SealDifference(f, sealed.get(f), now.get(f)) for f in sorted(set(sealed) | set(now))
+             if sealed.get(f) != now.get(f)]
+    pin = corpus_pin(suite, settings)
+    if manifest.get("corpus") != pin:
+        diffs.append(SealDifference("corpus.lock", json.dumps(manifest.get("corpus")),
+                                    json.dumps(pin)))
+    return diffs
+
+
+def manifest_sha256(suite: Suite) -> str:
+    return hashlib.sha256((suite.path / MANIFEST).read_bytes()).hexdigest()

@@ -1,0 +1,117 @@
+"""The run loop against the real engine: the demo suite end to end with the shipped arms,
+and a resume after the orchestrator is killed mid-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestrator import cleanup, corpus, parsers, run, suite
+from orchestrator.engine import Engine
+from orchestrator.settings import Settings
+
+pytestmark = pytest.mark.integration
+SHIPPED = ("rg", "ast-grep", "code-review-graph")
+
+
+def _with_demo(settings: Settings) -> Settings:
+    pins = corpus.load_lock(corpus.lock_path(settings))
+    corpus.fetch(pins["demo"], settings)
+    return settings
+
+
+@pytest.fixture(scope="module")
+def demo_run(engine: Engine, built: Settings, tmp_path_factory: pytest.TempPathFactory
+             ) -> tuple[Settings, Path]:
+    root = tmp_path_factory.mktemp("demo-run") / "bench"
+    root.mkdir()
+    (root / "images.lock").write_bytes(built.images_lock.read_bytes())
+    settings = _with_demo(Settings(project_root=built.project_root, bench_root=root))
+    return settings, run.execute(engine, settings, "demo", jobs=1)
+
+
+def _truth_files(task: suite.Task) -> set[str]:
+    t = task.truth
+    return {t["primary"]} if task.kind == "locate" else set(
+        t.get("core") or t.get("graded") or t.get("touched"))
+
+
+def test_every_planned_cell_has_exactly_one_record(demo_run: tuple[Settings, Path]) -> None:
+    settings, run_dir = demo_run
+    plan = run.plan(settings, "demo")
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] == "complete"
+    assert meta["corpus"]["pristine_digest_before"] == meta["corpus"]["pristine_digest_after"]
+    assert meta["arms"]["devscout"]["unavailable"]
+    assert any("devscout" in d for d in meta["deviations"])
+    for arm in plan.available:
+        for task_id, rep in arm.cells:
+            assert (run_dir / "cells" / arm.name / task_id / str(rep) / "record.json").is_file()
+        recorded = list((run_dir / "cells" / arm.name).glob("*/*/record.json"))
+        assert len(recorded) == len(arm.cells)
+        assert (run_dir / "arms" / arm.name / "state.json").is_file()
+        assert json.loads((run_dir / "guards" / arm.name / "verdict.json").read_text())
+    assert {a.name for a in plan.available} == set(SHIPPED)
+
+
+def test_each_arm_finds_expected_files_for_every_kind_it_attempts(
+        demo_run: tuple[Settings, Path]) -> None:
+    settings, run_dir = demo_run
+    plan = run.plan(settings, "demo")
+    for arm in plan.available:
+        parser = parsers.get_parser(arm.spec.parser)
+        found_kinds = set()
+        for task in plan.suite.tasks:
+            if task.kind not in arm.spec.tasks:
+                continue
+            cell = run_dir / "cells" / arm.name / task.id / "0"
+            parsed = parser.parse((cell / "stdout").read_bytes(), (cell / "stderr").read_bytes(),
+                                  task.kind)
+            if _truth_files(task) & {row.path for row in parsed.rows}:
+                found_kinds.add(task.kind)
+        assert found_kinds == set(arm.spec.tasks), (arm.name, found_kinds)
+
+
+def test_code_review_graph_keeps_its_state_under_the_state_dir(
+        demo_run: tuple[Settings, Path]) -> None:
+    _, run_dir = demo_run
+    state = json.loads((run_dir / "arms" / "code-review-graph" / "state.json").read_text())
+    assert state["state_bytes"] > 0
+    setup = json.loads((run_dir / "cells" / "code-review-graph" / "_setup" / "record.json"
+                        ).read_text())
+    assert setup["outcome"] == "ok", setup
+
+
+def test_a_killed_run_resumes_with_every_cell_exactly_once(engine: Engine, bench: Settings
+                                                           ) -> None:
+    settings = _with_demo(bench)
+    env = {**os.environ, "SANDBENCH_ROOT": str(settings.bench_root)}
+    cmd = [sys.executable, "-m", "orchestrator.cli", "run", "demo", "--arm", "rg"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    records: list[Path] = []
+    while time.monotonic() < deadline and len(records) < 6:
+        time.sleep(0.2)
+        records = list(settings.runs_dir.glob("*/cells/rg/*/*/record.json"))
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert len(records) >= 6, proc.stderr.read().decode()[-2000:]
+    (run_dir,) = settings.runs_dir.iterdir()
+    result = subprocess.run([*cmd, "--resume", str(run_dir)], env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (rg,) = run.plan(settings, "demo", ["rg"]).available
+    recorded = sorted((run_dir / "cells" / "rg").glob("*/*/record.json"))
+    assert len(recorded) == len(rg.cells)
+    assert not list((run_dir / "cells").rglob(".std*"))
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] == "complete" and len(meta["resumes"]) == 1
+    assert cleanup.find(engine, run_id=meta["run_id"]) == []

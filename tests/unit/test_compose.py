@@ -1,0 +1,27 @@
+"""The committed compose file is exactly what `sandbench compose export demo` renders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator import compose
+from orchestrator.sandbox import Limits
+from orchestrator.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_compose_demo_is_up_to_date() -> None:
+    settings = Settings(project_root=REPO, bench_root=REPO / "bench")
+    committed = (REPO / "compose" / "demo.yml").read_text()
+    assert committed == compose.render(settings, "demo"), \
+        "compose/demo.yml is out of date: run `sandbench compose export demo`"
+
+
+def test_every_isolation_setting_of_a_run_is_in_the_file() -> None:
+    text = (REPO / "compose" / "demo.yml").read_text()
+    for line in ('network_mode: "none"', "read_only: true", 'cap_drop: ["ALL"]',
+                 'security_opt: ["no-new-privileges:true"]', "privileged: false", "init: true",
+                 f"pids_limit: {Limits().pids}", 'x-sandbench-cgroupns: "private"'):
+        assert line in text, line
+    assert "docker.sock" not in text

@@ -1,0 +1,117 @@
+"""Suites: loading, truth checks before any arm runs, and the seal."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from orchestrator import suite
+from orchestrator.errors import InputError
+from orchestrator.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Settings:
+    """A copy of the project's inputs, so tests may break them."""
+    root = tmp_path / "project"
+    for part in ("suites", "arms", "orchestrator/parsers.py", "orchestrator/score",
+                 "corpus.lock"):
+        source = REPO / part
+        if source.is_dir():
+            shutil.copytree(source, root / part)
+        elif source.exists():
+            (root / part).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, root / part)
+    return Settings(project_root=root, bench_root=tmp_path / "bench")
+
+
+def _suite(settings: Settings) -> suite.Suite:
+    return suite.load_suite(settings.project_root / "suites", "demo")
+
+
+def test_the_demo_suite_has_every_kind_at_least_twice() -> None:
+    demo = suite.load_suite(REPO / "suites", "demo")
+    kinds = [t.kind for t in demo.tasks]
+    for kind in ("locate", "references", "impact", "e2e-retrieval"):
+        assert kinds.count(kind) >= 2, kind
+    assert demo.baseline == "rg" and demo.precision_cap > 0 and demo.top_k > 0
+
+
+def test_the_demo_seal_holds() -> None:
+    settings = Settings(project_root=REPO, bench_root=REPO / "bench")
+    assert suite.verify_seal(suite.load_suite(REPO / "suites", "demo"), settings) == []
+
+
+def test_every_demo_truth_path_exists_at_the_pin(tmp_path: Path) -> None:
+    from orchestrator import corpus
+    settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
+    pins = corpus.load_lock(REPO / "corpus.lock")
+    corpus.fetch(pins["demo"], settings)
+    suite.check_truth_at_pin(suite.load_suite(REPO / "suites", "demo"),
+                             corpus.corpus_dir(settings, "demo"))
+
+
+def _first(settings: Settings, kind: str) -> Path:
+    return next(t.path for t in _suite(settings).tasks if t.kind == kind)
+
+
+def test_an_empty_impact_set_is_refused(project: Settings) -> None:
+    path = _first(project, "impact")
+    emptied = re.sub(r"(?ms)^graded = \[.*?\]", "graded = []", path.read_text())
+    assert "graded = []" in emptied
+    path.write_text(emptied)
+    with pytest.raises(InputError, match="non-empty") as err:
+        _suite(project)
+    assert err.value.data["key"] == "truth.graded" and str(path) in str(err.value)
+
+
+def test_a_truth_path_absent_at_the_pin_is_named(project: Settings, tmp_path: Path) -> None:
+    repo = tmp_path / "pin"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "only.txt").write_text("x")
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-qm", "x"], check=True)
+    with pytest.raises(InputError, match="a file tracked at the pin") as err:
+        suite.check_truth_at_pin(_suite(project), repo)
+    assert err.value.data["key"] in ("truth", "input.seed")
+
+
+@pytest.mark.parametrize(("old", "new", "key"), [
+    ('kind = "', 'kind = "x', "kind"),
+    ("[input]", "[inputs]", "inputs"),
+])
+def test_bad_task_files_name_file_and_key(project: Settings, old: str, new: str,
+                                          key: str) -> None:
+    path = _first(project, "references")
+    path.write_text(path.read_text().replace(old, new, 1))
+    with pytest.raises(InputError) as err:
+        _suite(project)
+    assert err.value.data["key"] == key and str(path) in str(err.value)
+
+
+def test_the_seal_names_a_changed_input(project: Settings) -> None:
+    demo = _suite(project)
+    suite.seal(demo, project)
+    assert suite.verify_seal(demo, project) == []
+    task = demo.tasks[0].path
+    task.write_text(task.read_text() + "\n# edited after the seal\n")
+    diffs = suite.verify_seal(demo, project)
+    assert [d.file for d in diffs] == [task.relative_to(project.project_root).as_posix()]
+    arm = project.arms_dir / "rg.toml"
+    arm.write_text(arm.read_text() + "\n")
+    assert "arms/rg.toml" in {d.file for d in suite.verify_seal(demo, project)}
+
+
+def test_an_unsealed_suite_says_how_to_seal(project: Settings) -> None:
+    (project.project_root / "suites" / "demo" / "manifest.json").unlink(missing_ok=True)
+    with pytest.raises(InputError, match="not sealed") as err:
+        suite.verify_seal(_suite(project), project)
+    assert "sandbench suite seal demo" in err.value.fix
