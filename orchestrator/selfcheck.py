@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import arms as arms_mod
-from orchestrator import guards, log, rundir
+from orchestrator import guards, images, log, rundir
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.images import ImageLock
@@ -42,6 +42,7 @@ class ArmCheck:
     arm: str
     results: list[guards.GuardResult]
     refused: str | None
+    unavailable: str | None = None  # its image needs an artifact nobody supplied
 
     @property
     def ok(self) -> bool:
@@ -51,13 +52,21 @@ class ArmCheck:
 def check(engine: Engine, settings: Settings, names: list[str]) -> tuple[Path, list[ArmCheck]]:
     specs = arms_mod.load_arms(settings.arms_dir, names)
     lock = ImageLock.load(settings.images_lock)
+    recipes = images.load_recipes(settings.images_dir)
+    checks = []
+    runnable = []
     for arm in specs:
-        lock.image_id(arm.image)  # every image exists before any container starts
+        recipe = recipes.get(arm.image)
+        if recipe is not None and recipe.artifact and arm.image not in lock.images:
+            checks.append(ArmCheck(arm.name, [], None, f"needs --artifact {recipe.artifact}="
+                                   f"PATH to build image {arm.image!r}"))
+            continue
+        lock.image_id(arm.image)  # every other image exists before any container starts
+        runnable.append(arm)
     run_id, run_dir = rundir.create(settings.runs_dir, "check")
     log.configure(run_dir / "log.jsonl")
-    checks = []
     user = default_user()
-    for arm in specs:
+    for arm in runnable:
         spec = sandbox_spec(lock, arm, run_id, run_dir / "work" / arm.name, user)
         with Sandbox(engine, spec) as box:
             try:

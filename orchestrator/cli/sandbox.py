@@ -22,15 +22,18 @@ def check(arms: list[str] = typer.Argument(None, help="Arms to check (default: a
     run_dir, checks = selfcheck.check(Engine.connect(), settings(bench_root), arms or [])
     if as_json:
         emit_json({"run_dir": str(run_dir), "arms": [
-            {"arm": c.arm, "ok": c.ok, "refused": c.refused,
+            {"arm": c.arm, "ok": c.ok, "refused": c.refused, "unavailable": c.unavailable,
              "guards": [dataclasses.asdict(r) for r in c.results]} for c in checks]})
     else:
         for c in checks:
+            if c.unavailable:
+                typer.echo(f"\n{c.arm}: unavailable ({c.unavailable})")
+                continue
             typer.echo(f"\n{c.arm}: {'all guards verified' if c.ok else 'REFUSED'}")
             typer.echo(table([{**dataclasses.asdict(r), "ok": "ok" if r.ok else "FAIL"}
                               for r in c.results], ["guard", "side", "ok", "expected", "found"]))
         typer.echo(f"\nsnapshots: {run_dir} (re-check offline: sandbench audit {run_dir})")
-    if not all(c.ok for c in checks):
+    if not all(c.ok for c in checks if not c.unavailable):
         raise typer.Exit(1)
 
 

@@ -25,7 +25,7 @@ def test_the_shipped_recipes_load_in_build_order() -> None:
     recipes = images.load_recipes(REPO / "images")
     names = list(recipes)
     assert names[0] == "base"
-    assert set(names) == {"base", "rg", "ast-grep", "code-review-graph", "probe"}
+    assert set(names) == {"base", "rg", "ast-grep", "code-review-graph", "probe", "devscout"}
     assert all(recipes[n].parent == "base" for n in names[1:])
 
 
@@ -103,8 +103,9 @@ def test_a_lock_that_does_not_parse_is_named(tmp_path: Path, content: str) -> No
 
 def test_dry_run_plans_without_an_engine_and_writes_nothing(tmp_path: Path) -> None:
     settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
-    outcomes = images.build(None, settings, dry_run=True)
-    assert {o.action for o in outcomes} == {"would-build"}
+    outcomes = {o.name: o.action for o in images.build(None, settings, dry_run=True)}
+    assert outcomes.pop("devscout") == "unavailable"
+    assert set(outcomes.values()) == {"would-build"}
     assert not (tmp_path / "bench").exists()
 
 
