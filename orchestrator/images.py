@@ -463,7 +463,9 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
         else:
             parent_entry = lock.images.get(recipe.parent or "", {})
             parent_id, base_info = parent_entry.get("image_id", ""), {}
-            build_args = {"BASE": parent_entry.get("tag", "")}
+            # FROM the parent's image id, never its tag: another bench root on the same
+            # engine may have pointed the tag at its own build of the same recipe.
+            build_args = {"BASE": parent_entry.get("image_id", "")}
         artifact = artifacts.get(recipe.artifact or "")
         if recipe.artifact:
             if artifact is None and entry is None:
@@ -475,8 +477,11 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
         rhash = recipe_hash(recipe, build_args, parent_id)
         reason = _why_build(engine, entry, rhash, parent_changed)
         if reason is None:
-            outcomes.append(BuildOutcome(recipe.name, "up-to-date", "recipe hash unchanged and "
-                                         "image present", entry["tag"], entry["image_id"]))
+            note = "recipe hash unchanged and image present"
+            if engine is not None and _retag(engine, entry):
+                note += "; tag re-pointed at the locked image"
+            outcomes.append(BuildOutcome(recipe.name, "up-to-date", note, entry["tag"],
+                                         entry["image_id"]))
             continue
         if dry_run or engine is None:
             outcomes.append(BuildOutcome(recipe.name, "would-build", reason))
@@ -501,6 +506,19 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
         rebuilt.add(recipe.name)
         outcomes.append(BuildOutcome(recipe.name, "built", reason, tag, image_id, seconds))
     return outcomes
+
+
+def _retag(engine: Engine, entry: dict[str, Any]) -> bool:
+    """Point the lock's tag back at the lock's image when another build moved it."""
+    try:
+        current = engine.call("inspect tag", engine.api.inspect_image, entry["tag"])["Id"]
+    except docker.errors.NotFound:
+        current = None
+    if current == entry["image_id"]:
+        return False
+    repository, tag = entry["tag"].rsplit(":", 1)
+    engine.call("tag image", engine.api.tag, entry["image_id"], repository, tag, force=True)
+    return True
 
 
 def _why_build(engine: Engine | None, entry: dict[str, Any] | None, rhash: str,
@@ -540,7 +558,7 @@ def verify(engine: Engine, settings: Settings) -> list[ImageCheck]:
             continue
         build_args = dict(entry.get("build_args", {}))
         if recipe.parent is not None:
-            build_args = {"BASE": lock.images.get(recipe.parent, {}).get("tag", ""),
+            build_args = {"BASE": lock.images.get(recipe.parent, {}).get("image_id", ""),
                           **({"ARTIFACT_SHA256": build_args.get("ARTIFACT_SHA256", "")}
                              if recipe.artifact else {})}
             parent_id = lock.images.get(recipe.parent, {}).get("image_id", "")

@@ -50,7 +50,9 @@ def test_verify_is_clean_and_a_noop_build_says_so(bench: Settings) -> None:
     assert result.exit_code == 0, result.output
     assert result.output.count(" ok ") == 5
     build = _invoke("images", "build", "--bench-root", str(bench.bench_root), "--json")
-    assert {o["action"] for o in json.loads(build.stdout)} == {"up-to-date"}
+    actions = {o["name"]: o["action"] for o in json.loads(build.stdout)}
+    assert actions.pop("devscout") == "unavailable"
+    assert set(actions.values()) == {"up-to-date"}
 
 
 def test_verify_reports_a_stale_recipe(engine: Engine, bench: Settings, tmp_path: Path) -> None:
