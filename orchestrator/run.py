@@ -178,6 +178,7 @@ def _new_run_json(r: _Run) -> dict[str, Any]:
         "engine": {"version": version.get("Version"), "api_version": version.get("ApiVersion"),
                    "kernel": version.get("KernelVersion"), "os": version.get("Os")},
         "host": _host(), "user": default_user(), "deviations": deviations, "resumes": [],
+        "bench_root": str(r.settings.bench_root),
     }
 
 

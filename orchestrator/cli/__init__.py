@@ -39,12 +39,15 @@ def _root() -> None:
 
 
 def _register() -> None:
-    from orchestrator.cli import audit, cleanup, compose, corpus, images, run, sandbox, suite
+    from orchestrator.cli import (audit, cleanup, compose, corpus, images, run, sandbox, score,
+                                  suite)
     app.add_typer(images.app, name="images")
     app.add_typer(corpus.app, name="corpus")
     app.add_typer(sandbox.app, name="sandbox")
     app.add_typer(suite.app, name="suite")
     app.command("run")(run.run)
+    app.command("score")(score.score)
+    app.command("report")(score.report)
     app.add_typer(compose.app, name="compose")
     app.command("audit")(audit.audit)
     app.command("cleanup")(cleanup.cleanup)

@@ -36,11 +36,16 @@ def score(run_dir: Path = RunDir,
     if suite_dir is None:
         name = read_run_json(run_dir)["suite"]["name"]
         suite_dir = settings(bench_root).project_root / "suites" / name
+    scored_before = (run_dir / SCORES_NAME).is_file()
     scores = score_run(run_dir, suite_dir, update=update)
     if as_json:
-        emit_json({"scores": str(run_dir / SCORES_NAME), "cells": len(scores["cells"])})
+        emit_json({"scores": str(run_dir / SCORES_NAME), "cells": len(scores["cells"]),
+                   "self_check": "reproduced" if scored_before and not update else None})
         return
     typer.echo(_scorecard(scores))
+    if scored_before and not update:
+        typer.echo(f"self-check: all {len(scores['cells'])} cells reproduce the earlier "
+                   "grades, recalls and precisions")
     typer.echo(f"scores: {run_dir / SCORES_NAME}")
 
 

@@ -69,9 +69,6 @@ def _task_section(scores: Mapping[str, Any], task_id: str) -> str:
             extra.append(f"parse error: {c['parse_error']}")
         if c["flags"]:
             extra.append("flags: " + ", ".join(c["flags"]))
-        if c["not_attempted"]:
-            extra.append(f"not attempted: \"{c['not_attempted']['reason']}\" "
-                         f"({c['not_attempted']['source']})")
         if grade.get("missed"):
             extra.append("missed: " + ", ".join(grade["missed"]))
         if grade.get("outside"):
@@ -155,6 +152,15 @@ def _definitions(scores: Mapping[str, Any]) -> str:
     return "\n".join(f"- **{k}**: {v}" for k, v in sorted(scores["definitions"].items()))
 
 
+def _corpus(corpus: Mapping[str, Any]) -> str:
+    languages = ", ".join(f"{k} {v}" for k, v in sorted(corpus["languages"].items()))
+    before = (corpus["pristine_digest_before"] or "n/a")[:16]
+    after = (corpus["pristine_digest_after"] or "n/a")[:16]
+    return (f"Corpus `{corpus['id']}`: {corpus['repo']} @ `{corpus['sha']}`, "
+            f"{corpus['tracked_files']} tracked files ({languages}). Tree digest of the "
+            f"pristine copy before the run `{before}`, after `{after}`.")
+
+
 def render_markdown(scores: Mapping[str, Any]) -> str:
     run, suite, corpus = scores["run"], scores["suite"], scores["corpus"]
     manifest = scores["manifest"]
@@ -168,12 +174,7 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
         "again and compares byte for byte. No part of this document is edited by hand.",
         _section("Scorecard", "Tasks per arm and band (`all`: every kind).",
                  md_table(tables.scorecard(scores))),
-        _section("Corpus and setup cost",
-                 f"Corpus `{corpus['id']}`: {corpus['repo']} @ `{corpus['sha']}`, "
-                 f"{corpus['tracked_files']} tracked files ("
-                 + ", ".join(f"{k} {v}" for k, v in sorted(corpus["languages"].items()))
-                 + f"). Pristine tree digest before the run `{(corpus['pristine_digest_before'] or 'n/a')[:16]}`, "
-                 f"after `{(corpus['pristine_digest_after'] or 'n/a')[:16]}`.",
+        _section("Corpus and setup cost", _corpus(corpus),
                  "Setup cost is separate and never amortised into a per-task figure.",
                  md_table(tables.setup(scores)), scores["definitions"]["setup"] + "."),
         _section("Choices the suite declares",

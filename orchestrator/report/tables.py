@@ -25,11 +25,11 @@ def share(value: float | None) -> str:
 
 
 def one(value: float | None) -> str:
-    return NA if value is None else f"{value:.1f}"
+    return NA if value is None else f"{value:,.1f}"
 
 
 def two(value: float | None) -> str:
-    return NA if value is None else f"{value:.2f}"
+    return NA if value is None else f"{value:,.2f}"
 
 
 def integer(value: int | float | None) -> str:

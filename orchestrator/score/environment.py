@@ -55,7 +55,7 @@ def rewrite_paths(text: str, roots: Sequence[str]) -> str:
     """Bench-root paths become `bench/...`; any other absolute host path keeps only its last
     component; paths inside an arm's container (/corpus, /state, /out, /tmp) stay."""
     for root in roots:
-        text = re.sub(re.escape(root) + r"(?=[/\s'\"`,;:)]|$)", "bench", text)
+        text = re.sub(re.escape(root) + r"(?=[/\s'\"`,;:)]|\.(?:\s|$)|$)", "bench", text)
 
     def redact(match: re.Match[str]) -> str:
         path = match.group(0)
@@ -86,7 +86,11 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
     deviations = [rewrite_paths(str(d), roots) for d in run.get("deviations", [])]
     tool = run["arms"].get(TOOL)
     tool_state = arm_states.get(TOOL)
-    if tool is None:
+    if tool is None and tool_state == "absent":
+        tool_line, build_line, isolation = f"{TOOL} n/a (n/a)", "n/a", "n/a"
+        deviations.append(f"{TOOL} was left out of this run: Tool version, Build and Isolation "
+                          "are n/a")
+    elif tool is None:
         tool_line, build_line, isolation = "n/a", "n/a", "n/a"
         deviations.append(f"the suite has no {TOOL} arm: Tool version, Build and Isolation "
                           "are n/a")
@@ -135,7 +139,8 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
     for arm, state in arm_states.items():
         if state != "available" and arm != TOOL and not any(
                 d.startswith(f"arm {arm} ") for d in deviations):
-            deviations.append(f"arm {arm} was not measured ({state})")
+            why = "left out of this run" if state == "absent" else state
+            deviations.append(f"arm {arm} was not measured ({why})")
     reps = int(run["suite"]["reps"])
     return {
         "date": run["date"],

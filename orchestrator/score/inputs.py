@@ -42,12 +42,14 @@ class Rep:
 class ArmRun:
     name: str
     data: dict[str, Any]  # run.json arms[name]
-    status: str  # "available" | "unavailable" | "refused"
+    status: str  # "available" | "unavailable" | "refused" | "absent" (not in this run)
     reason: str | None
 
     @property
     def spec(self) -> dict[str, Any]:
-        spec: dict[str, Any] = self.data["spec"]
+        """The arm spec the run recorded; an absent arm has none (it attempts nothing)."""
+        spec: dict[str, Any] = self.data.get("spec") or {
+            "parser": "", "tasks": {}, "not_attempted": {}, "env": {}, "setup": None}
         return spec
 
 
@@ -186,7 +188,11 @@ def check_seal(run: dict[str, Any], the_suite: suite_mod.Suite,
                          "found_sha256": now, "status": "match"})
         elif key.startswith("arms/"):
             arm = Path(key).stem
-            recorded = run["arms"].get(arm, {}).get("spec_sha256")
+            if arm not in run["arms"]:
+                rows.append({"file": key, "kind": "arm", "sealed_sha256": sealed,
+                             "found_sha256": None, "status": "not-run"})
+                continue
+            recorded = run["arms"][arm].get("spec_sha256")
             if recorded != sealed:
                 raise InputError.bad_value(run_json, f"arms.{arm}.spec_sha256", str(sealed),
                                            recorded, fix=f"the run's arm spec is not the "
@@ -202,17 +208,20 @@ def check_seal(run: dict[str, Any], the_suite: suite_mod.Suite,
                 key = file.relative_to(SOURCE_ROOT).as_posix()
                 if key not in inputs:
                     rows.append({"file": key, "kind": "scorer", "sealed_sha256": None,
-                                 "found_sha256": sha256_file(file), "status": "added"})
+                                 "found_sha256": None, "status": "added"})
     rows.sort(key=lambda r: r["file"])
     return manifest, tuple(rows)
 
 
 def _scorer_row(key: str, sealed: str) -> dict[str, Any]:
+    """A scorer source against the seal. Only whether it matches is recorded, not the digest
+    of the file running now: scores.json must not change with every later edit of a file
+    that already differs."""
     file = SOURCE_ROOT / key
     now = sha256_file(file) if file.is_file() else None
     status = "match" if now == sealed else "missing" if now is None else "differs"
-    return {"file": key, "kind": "scorer", "sealed_sha256": sealed, "found_sha256": now,
-            "status": status}
+    return {"file": key, "kind": "scorer", "sealed_sha256": sealed,
+            "found_sha256": sealed if status == "match" else None, "status": status}
 
 
 def _arm_runs(run: dict[str, Any], the_suite: suite_mod.Suite,
@@ -220,9 +229,11 @@ def _arm_runs(run: dict[str, Any], the_suite: suite_mod.Suite,
     arms = []
     for name in the_suite.arms:
         data = run["arms"].get(name)
-        if data is None:
-            raise InputError.bad_value(source, f"arms.{name}", "present (an arm of the suite)",
-                                       None)
+        if data is None:  # left out of the run (sandbench run --arm)
+            arms.append(ArmRun(name, {}, "absent", "not part of this run"))
+            continue
+        if not isinstance(data, dict):
+            raise InputError.bad_value(source, f"arms.{name}", "an object", data)
         for key, kinds in ARM_KEYS:
             _at(data, key, kinds, source)
         spec = data["spec"]
@@ -239,7 +250,10 @@ def _arm_runs(run: dict[str, Any], the_suite: suite_mod.Suite,
     return tuple(arms)
 
 
-def _rep(run: dict[str, Any], arm: str, cell_dir: Path, rep: int) -> Rep:
+def _rep(run: dict[str, Any], arm: str, cell_dir: Path, rep: int, graded: bool) -> Rep:
+    """One record, checked to belong to this run and arm; the streams of the graded
+    invocation (REP 0 of a task) must be beside it. Warm repeats and the index build are
+    read from their records alone (timings, stdout size and digest)."""
     path = cell_dir / RECORD_NAME
     record = read_record(path)
     if record.arm != arm:
@@ -247,7 +261,7 @@ def _rep(run: dict[str, Any], arm: str, cell_dir: Path, rep: int) -> Rep:
     if record.run_id != run["run_id"]:
         raise InputError.bad_value(path, "run_id", repr(run["run_id"]), record.run_id,
                                    fix="this cell belongs to another run")
-    for stream in ("stdout", "stderr"):
+    for stream in ("stdout", "stderr") if graded else ():
         info = getattr(record, stream)
         file = cell_dir / info.path
         if not file.is_file():
@@ -300,7 +314,7 @@ def load(run_dir: Path, suite_dir: Path) -> RunInputs:
         cells = run_dir / "cells" / arm.name
         setup_dir = cells / SETUP_CELL
         if arm.spec.get("setup") is not None:
-            setup[arm.name] = _rep(run, arm.name, setup_dir, 0)
+            setup[arm.name] = _rep(run, arm.name, setup_dir, 0, graded=False)
         else:
             setup[arm.name] = None
         state_file = run_dir / "arms" / arm.name / "state.json"
@@ -312,7 +326,7 @@ def load(run_dir: Path, suite_dir: Path) -> RunInputs:
             if task.kind not in arm.spec["tasks"]:
                 continue
             reps[(arm.name, task.id)] = tuple(
-                _rep(run, arm.name, cells / task.id / str(rep), rep)
+                _rep(run, arm.name, cells / task.id / str(rep), rep, graded=rep == 0)
                 for rep in range(the_suite.reps + 1))
     return RunInputs(run_dir=run_dir, run=run, suite=the_suite,
                      suite_text=(the_suite.path / "suite.toml").read_text(encoding="utf-8"),

@@ -73,7 +73,8 @@ def _git_env(home: str) -> dict[str, str]:
             "GIT_OPTIONAL_LOCKS": "0"}
 
 
-def _read_objects(git_dir: Path, ids: Sequence[str], env: dict[str, str]) -> dict[str, tuple[str, bytes]]:
+def _read_objects(git_dir: Path, ids: Sequence[str],
+                  env: dict[str, str]) -> dict[str, tuple[str, bytes]]:
     """(type, content) of each object, each checked to hash to its id."""
     argv = ["git", "-c", "safe.directory=*", "-c", "core.fsmonitor=false", "-c",
             "core.hooksPath=/dev/null", f"--git-dir={git_dir}", "cat-file", "--batch"]

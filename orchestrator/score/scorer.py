@@ -7,8 +7,9 @@ What a cell is:
 - `not_attempted`: the arm declares it cannot express the task's kind; the reason is quoted
   from the arm spec (which quotes the tool's own docs). Excluded from the arm's denominators.
 - `unscored`: the tool never had a fair chance, so it is never scored as the tool's wrong
-  answer: the arm was not run (`arm-unavailable`), its guards refused it (`arm-refused`), or
-  the sandbox went away during the graded exec (`sandbox-unavailable`). Counted on its own.
+  answer: the arm's tool is not available (`arm-unavailable`), the arm was left out of the
+  run (`arm-not-run`), its guards refused it (`arm-refused`), or the sandbox went away during
+  the graded exec (`sandbox-unavailable`). Counted on its own.
 - `correct` / `partial` / `wrong`: graded on the cold invocation (REP 0). An exec that failed
   (any other record outcome) or whose output the arm's parser cannot read (`parse-error`) is
   `wrong` with its failure kind shown, recall 0, never dropped.
@@ -38,7 +39,8 @@ ALL = "all"
 BANDS = (*KINDS, ALL)
 COUNTS = ("correct", "partial", "wrong", "not_attempted", "unscored")
 UNSCORED_KINDS = {
-    "arm-unavailable": "the arm was not run",
+    "arm-unavailable": "the arm was not run: its tool is not available",
+    "arm-not-run": "the arm was left out of this run (sandbench run --arm)",
     "arm-refused": "the arm's isolation guards failed, so none of its commands ran",
     "sandbox-unavailable": OUTCOMES["sandbox-unavailable"],
 }
@@ -82,7 +84,8 @@ def score_cell(inputs: RunInputs, arm_name: str, task: Task,
         cell["not_attempted"] = {"reason": skipped["reason"], "source": skipped["source"]}
         return cell
     if arm.status != "available":
-        kind = "arm-unavailable" if arm.status == "unavailable" else "arm-refused"
+        kind = {"unavailable": "arm-unavailable", "refused": "arm-refused",
+                "absent": "arm-not-run"}[arm.status]
         cell["verdict"] = "unscored"
         cell["unscored"] = {"kind": kind, "reason": UNSCORED_KINDS[kind]}
         return cell
@@ -203,9 +206,9 @@ def _arm_section(inputs: RunInputs, roots: Sequence[str]) -> dict[str, Any]:
             "status": arm.status,
             "reason": None if arm.reason is None else environment.rewrite_paths(arm.reason,
                                                                                 roots),
-            "description": spec.get("description", ""), "image": arm.data["image"],
-            "image_id": arm.data.get("image_id"), "tool_version": arm.data["tool_version"],
-            "parser": spec["parser"], "spec_sha256": arm.data["spec_sha256"],
+            "description": spec.get("description", ""), "image": arm.data.get("image"),
+            "image_id": arm.data.get("image_id"), "tool_version": arm.data.get("tool_version", ""),
+            "parser": spec["parser"], "spec_sha256": arm.data.get("spec_sha256"),
             "env": dict(sorted(spec["env"].items())),
             "setup_argv": None if spec.get("setup") is None else list(spec["setup"]["argv"]),
             "tasks": {k: list(v) for k, v in sorted(spec["tasks"].items())},
@@ -282,7 +285,8 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], reach.LineI
     roots = environment.bench_roots(run, inputs.run_dir)
     guards = _guards(inputs)
     arm_states = {a.name: a.status for a in inputs.arms}
-    changed = [r["file"] for r in inputs.manifest_rows if r["status"] != "match"]
+    changed = [r["file"] for r in inputs.manifest_rows
+               if r["kind"] == "scorer" and r["status"] != "match"]
     extra = []
     if changed:
         extra.append("the scorer differs from the one sealed before the run: "

@@ -48,9 +48,8 @@ def modified_z(values: Sequence[int]) -> list[Fraction | None]:
 
 
 def sample(rep: int, record: Any) -> dict[str, Any]:
-    return {"rep": rep, "wall_ns": record.timing.get("wall_ns"),
-            "host_bracket_ns": record.timing.get("host_bracket_ns"),
-            "outcome": record.outcome, "flags": sorted(record.flags),
+    return {"rep": rep, "wall_ns": record.timing.get("wall_ns"), "outcome": record.outcome,
+            "flags": sorted(record.flags),
             "lower_bound": record.outcome == "timeout", "z": None, "outlier": False}
 
 

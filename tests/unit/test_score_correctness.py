@@ -170,4 +170,5 @@ def test_paths_are_compared_normalised(raw: str, expected: str) -> None:
 
 def test_grade_dispatches_on_kind() -> None:
     with pytest.raises(ValueError):
-        correctness.grade([], Task("t", "patch", "csharp", "", {}, {}, Path("t")), None)  # type: ignore[arg-type]
+        patch = Task("t", "patch", "csharp", "", {}, {}, Path("t"))
+        correctness.grade([], patch, None)  # type: ignore[arg-type]

@@ -1,0 +1,108 @@
+"""The environment disclosure block: the methodology's template, filled from run.json, with
+absolute paths rewritten relative to the bench root and the host named only by architecture,
+cores and memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_score_fixtures import RUN_ID, Arm, RunBuilder
+
+from orchestrator.report.markdown import disclosure as block
+from orchestrator.score import compute
+from orchestrator.score.environment import bench_roots, disclosure, rewrite_paths
+
+ROOTS = ["/srv/work/main/bench"]
+TEMPLATE_LABELS = ["Date", "Corpus", "Tool version", "Build", "Host", "Baseline", "Bench root",
+                   "Isolation", "Network", "Reps", "Deviations"]
+
+
+def test_bench_paths_become_bench_relative() -> None:
+    text = "copy at /srv/work/main/bench/runs/r1/work/rg/corpus failed"
+    assert rewrite_paths(text, ROOTS) == "copy at bench/runs/r1/work/rg/corpus failed"
+    assert rewrite_paths("root /srv/work/main/bench.", ROOTS) == "root bench."
+
+
+def test_a_longer_name_is_not_the_bench_root() -> None:
+    out = rewrite_paths("/srv/work/main/benchmarks/x.txt", ROOTS)
+    assert out == "<outside bench>/x.txt"
+
+
+def test_host_paths_outside_the_bench_keep_only_their_name() -> None:
+    text = "binary /home/alice/devscout/target/release/devscout (sha 12)"
+    assert rewrite_paths(text, ROOTS) == "binary <outside bench>/devscout (sha 12)"
+
+
+def test_container_paths_and_urls_stay() -> None:
+    text = "mount /corpus and /state/home; see https://ast-grep.github.io/a/b.html"
+    assert rewrite_paths(text, ROOTS) == text
+
+
+def test_the_bench_root_is_found_in_the_run_itself() -> None:
+    run = {"run_id": "r1", "deviations": ["left /data/b/runs/r1/work/x behind"]}
+    assert bench_roots(run) == ["/data/b"]
+    run["bench_root"] = "/elsewhere/bench/"
+    assert bench_roots(run) == ["/elsewhere/bench", "/data/b"]
+
+
+def test_the_bench_root_is_found_from_where_the_run_dir_sits(tmp_path: Path) -> None:
+    run_dir = tmp_path / "bench" / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    assert bench_roots({"run_id": "r1"}, run_dir) == [str((tmp_path / "bench").resolve())]
+
+
+def test_the_block_follows_the_template_exactly(tmp_path: Path) -> None:
+    b = RunBuilder(tmp_path, arms=[Arm("rg", tool_version="ripgrep 13.0.0"),
+                                   Arm("devscout", unavailable="no binary")],
+                   deviations=[f"arm devscout not run: see {tmp_path}/bench/runs/{RUN_ID}/x "
+                               "and /home/alice/bin/devscout"]).build()
+    scores, _ = compute(b.run_dir, b.suite_dir)
+    text = block(scores["environment"])
+    lines = text.splitlines()
+    assert lines[0] == "```text" and lines[-1] == "```"
+    labels = [line for line in lines[1:-1] if not line.startswith(" ")]
+    assert [next(lab for lab in TEMPLATE_LABELS if line.startswith(lab + " "))
+            for line in labels] == TEMPLATE_LABELS
+    env = scores["environment"]
+    assert env["date"] == "2026-01-01"
+    assert env["tool_version"] == "devscout n/a (n/a)" and env["build"] == "n/a"
+    assert env["host"] == "x86_64 host, idleness not recorded; 2 cores, 8.0 GiB RAM"
+    assert env["baseline"] == "ripgrep 13.0.0"
+    assert env["reps"] == "3 per cell (1 cold + 2 warm)"
+    assert env["corpus"].startswith("example/mini @ ") and "(5 indexed files at the pin)" in \
+        env["corpus"]
+    assert env["deviations"][0] == (f"arm devscout not run: see bench/runs/{RUN_ID}/x and "
+                                    "<outside bench>/devscout")
+    assert any("devscout was not measured" in d for d in env["deviations"])
+    assert str(tmp_path) not in text and "Linux" not in text
+
+
+def test_a_measured_devscout_fills_its_lines() -> None:
+    run = {"run_id": "r", "date": "2026-01-01", "deviations": [],
+           "suite": {"reps": 3},
+           "corpus": {"repo": "o/r", "sha": "a" * 40, "tracked_files": 9},
+           "host": {"arch": "aarch64", "cores": 8, "memory_bytes": 16 << 30},
+           "arms": {"rg": {"tool_version": "ripgrep 14.1.0"},
+                    "devscout": {"tool_version": "devscout 0.9.0",
+                                 "artifact": {"sha256": "b" * 64},
+                                 "spec": {"env": {"SCOUT_REGISTRY": "/state/repos.json",
+                                                  "SCOUT_CONTENT_DB": "/state/content.db"}}}}}
+    env = disclosure(run, "rg", {"rg": "available", "devscout": "available"},
+                     {"rg": True, "devscout": True}, [], [])
+    assert env["tool_version"] == "devscout 0.9.0 (n/a)"
+    assert env["build"] == "cargo build --release, rustc n/a, n/a"
+    assert env["isolation"] == ("SCOUT_REGISTRY and SCOUT_CONTENT_DB redirected under "
+                                "bench/runs/r/work/devscout/state/")
+    assert env["network"] == "setup only; offline for every measured invocation"
+    assert env["host"].startswith("aarch64 ") and "16.0 GiB" in env["host"]
+    assert any("supplied prebuilt (sha256 bbbbbbbbbbbb)" in d for d in env["deviations"])
+
+
+def test_an_unverified_guard_is_a_deviation() -> None:
+    run = {"run_id": "r", "date": "2026-01-01", "deviations": [], "suite": {"reps": 1},
+           "corpus": {"repo": "o/r", "sha": "a", "tracked_files": 1},
+           "host": {"arch": "x86_64", "cores": 1, "memory_bytes": 1 << 30},
+           "arms": {"rg": {"tool_version": "ripgrep 13.0.0"}}}
+    env = disclosure(run, "rg", {"rg": "available"}, {"rg": None}, [], [])
+    assert env["network"] == "n/a"
+    assert any("no stored passing guard verdict for: rg" in d for d in env["deviations"])
