@@ -13,9 +13,16 @@ _run_log: TextIO | None = None
 
 
 def _tee_to_run_log(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    """Best effort: a log line that cannot be written (a full disk) must not stop the work
+    it describes; the terminal rendering still carries it."""
+    global _run_log
     if _run_log is not None:
-        _run_log.write(json.dumps(event, default=str, sort_keys=True) + "\n")
-        _run_log.flush()
+        try:
+            _run_log.write(json.dumps(event, default=str, sort_keys=True) + "\n")
+            _run_log.flush()
+        except OSError as exc:
+            event["run_log_error"] = str(exc)
+            _run_log = None
     return event
 
 

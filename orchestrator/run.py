@@ -17,6 +17,7 @@ without one, and an interrupted cell leaves nothing behind that could be mistake
 
 from __future__ import annotations
 
+import errno
 import os
 import platform
 import shutil
@@ -30,13 +31,13 @@ from typing import Any
 
 from orchestrator import __version__, arms, cleanup, corpus, images, log, rundir, suite
 from orchestrator.engine import Engine
-from orchestrator.errors import GuardViolation, InputError, SandbenchError
+from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json, sha256_file
 from orchestrator.images import ImageLock
 from orchestrator.sandbox import Sandbox, default_user
 from orchestrator.selfcheck import sandbox_spec
 from orchestrator.settings import Settings
-from orchestrator.transcripts import RECORD_NAME
+from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record
 
 RUN_SCHEMA = "sandbench.run/1"
 SETUP_CELL = "_setup"
@@ -211,6 +212,27 @@ def _write_run_json(r: _Run, data: dict[str, Any]) -> None:
     atomic_write_json(r.run_dir / "run.json", data)
 
 
+def _disk_full(exc: OSError, root: Path) -> bool:
+    """ENOSPC itself, or a wrapped copy error (shutil.Error carries no errno) on a bench
+    root that has no room left."""
+    if exc.errno == errno.ENOSPC:
+        return True
+    try:
+        st = os.statvfs(root)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < 1 << 20
+
+
+def _write_status(r: _Run, data: dict[str, Any]) -> None:
+    """Best effort on the way out: a full disk must not hide the error that stopped the run
+    (run.json keeps its last complete version, and a resume does not depend on the status)."""
+    try:
+        _write_run_json(r, data)
+    except OSError as exc:
+        logger.error("run_json_not_updated", error=str(exc))
+
+
 def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path | None = None,
             jobs: int = 1, only: list[str] | None = None,
             progress: Progress | None = None) -> Path:
@@ -257,8 +279,8 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
         cleanup.remove(engine, left)
         if left:
             logger.info("orphans_removed", run=run_id, containers=len(left))
-    _write_run_json(r, data)
     try:
+        _write_run_json(r, data)
         arm_plans = the_plan.available
         if jobs > 1:
             with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="arm") as pool:
@@ -274,11 +296,24 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
             data["arms"][a.name].update(outcome)
     except KeyboardInterrupt:
         data["status"] = "interrupted"
-        _write_run_json(r, data)
+        _write_status(r, data)
         raise
+    except OSError as exc:
+        data["status"] = "failed"
+        _write_status(r, data)
+        if _disk_full(exc, r.settings.bench_root):
+            raise SandbenchError(f"the bench root {r.settings.bench_root} is full",
+                                 why=str(exc), fix=f"free space, then: sandbench run "
+                                 f"{the_suite.name} --resume {run_dir}") from exc
+        raise
+    except (EngineError, SandboxLost) as exc:
+        data["status"] = "failed"
+        _write_status(r, data)
+        raise SandbenchError(exc.what, why=exc.why, fix=f"once the engine answers: sandbench "
+                             f"run {the_suite.name} --resume {run_dir}") from exc
     except BaseException:
         data["status"] = "failed"
-        _write_run_json(r, data)
+        _write_status(r, data)
         raise
     after = corpus.tree_digest(pristine)
     data["corpus"]["pristine_digest_after"] = after
@@ -297,7 +332,19 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
 
 
 def _done(cell: Path) -> bool:
-    return (cell / RECORD_NAME).is_file()
+    """A cell is done when its record exists, unless the record says the sandbox went away:
+    that is no answer of the tool's, so a resume runs the cell again."""
+    path = cell / RECORD_NAME
+    if not path.is_file():
+        return False
+    try:
+        return read_record(path).outcome != "sandbox-unavailable"
+    except InputError:
+        return False
+
+
+class SandboxLost(SandbenchError):
+    """The container or the engine went away mid-run: stop, keep what is recorded, resume."""
 
 
 def _fresh(cell: Path) -> Path:
@@ -330,6 +377,15 @@ def _load_snapshot(path: Path) -> corpus.Snapshot:
     return corpus.Snapshot({p: corpus.Entry(*v) for p, v in raw.items()})
 
 
+def _stop_if_lost(r: _Run, a: ArmPlan, rec: ExecRecord) -> None:
+    if rec.outcome == "sandbox-unavailable":
+        raise SandboxLost(f"the sandbox of arm {a.name!r} went away during a cell",
+                          why="the container or the engine stopped; the cell's record says "
+                              "sandbox-unavailable and a resume runs it again",
+                          fix=f"once the engine answers: sandbench run {r.plan.suite.name} "
+                              f"--resume {r.run_dir}")
+
+
 def _run_arm(r: _Run, a: ArmPlan) -> dict[str, Any]:
     """One arm: copy, sandbox, guards, set-up, then every cell; returns its summary."""
     work = r.run_dir / "work" / a.name
@@ -351,6 +407,7 @@ def _run_arm(r: _Run, a: ArmPlan) -> dict[str, Any]:
                 rec = box.exec(list(a.spec.setup.argv), _fresh(setup),
                                timeout_s=a.spec.setup.timeout_s)
                 r.progress(a.name, SETUP_CELL, rec.outcome)
+                _stop_if_lost(r, a, rec)
         for task_id, rep in a.cells:
             if r.stop.is_set():
                 raise KeyboardInterrupt
@@ -361,6 +418,7 @@ def _run_arm(r: _Run, a: ArmPlan) -> dict[str, Any]:
             rec = box.exec(a.spec.render(task.kind, task.values), _fresh(cell),
                            timeout_s=r.plan.suite.timeout_s)
             r.progress(a.name, f"{task_id}/{rep}", rec.outcome)
+            _stop_if_lost(r, a, rec)
     after = corpus.snapshot(work / "corpus")
     state = corpus.snapshot(work / "state")
     changed = corpus.changes(before, after)

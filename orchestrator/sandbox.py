@@ -144,8 +144,16 @@ class Sandbox:
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        try:
+            self.remove()
+        except EngineError as err:
+            if exc_type is None:
+                raise
+            # Already failing (often because the engine is gone): the container carries our
+            # labels, so `sandbench cleanup` or the next resume removes it.
+            logger.warning("sandbox_left_behind", arm=self.spec.arm, container=self.container_id,
+                           error=err.what)
 
     def start(self) -> None:
         image = self.engine.call("inspect image", self.engine.api.inspect_image,

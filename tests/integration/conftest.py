@@ -34,3 +34,29 @@ def bench(built: Settings, tmp_path: Path) -> Iterator[Settings]:
     private.bench_root.mkdir()
     (private.bench_root / "images.lock").write_bytes(built.images_lock.read_bytes())
     yield private
+
+
+PROJECT_INPUTS = ("images", "arms", "suites", "corpus.lock", "orchestrator/parsers.py",
+                  "orchestrator/score")
+
+
+def project_copy(built: Settings, root: Path) -> Settings:
+    """A private copy of the project's inputs (recipes, arms, suites, corpus lock, scorer
+    sources) with the built images' lock and the demo corpus fetched, for tests that add
+    arms or change a suite without touching the checkout."""
+    import shutil
+
+    from orchestrator import corpus
+    project = root / "project"
+    for part in PROJECT_INPUTS:
+        source = built.project_root / part
+        if source.is_dir():
+            shutil.copytree(source, project / part)
+        else:
+            (project / part).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, project / part)
+    settings = Settings(project_root=project, bench_root=root / "bench")
+    settings.bench_root.mkdir(parents=True, exist_ok=True)
+    (settings.bench_root / "images.lock").write_bytes(built.images_lock.read_bytes())
+    corpus.fetch(corpus.load_lock(project / "corpus.lock")["demo"], settings)
+    return settings

@@ -1,0 +1,205 @@
+"""Faults of the orchestrator, the tools, the disk and the engine lose nothing: every cell
+ends up recorded exactly once, classified when it failed, and a stopped run resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestrator import cleanup, run, suite, transcripts
+from orchestrator.engine import Engine
+from orchestrator.score import scorer
+from orchestrator.settings import Settings
+from tests.integration.conftest import project_copy
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cli(settings: Settings, *args: str) -> list[str]:
+    return [sys.executable, "-m", "orchestrator.cli", *args]
+
+
+def _env(settings: Settings) -> dict[str, str]:
+    return {**os.environ, "SANDBENCH_ROOT": str(settings.bench_root),
+            "SANDBENCH_PROJECT": str(settings.project_root)}
+
+
+def _only_arms(settings: Settings, arms: list[str], baseline: str = "rg") -> None:
+    """Narrow the copied demo suite to `arms` and seal it again."""
+    path = settings.project_root / "suites" / "demo" / "suite.toml"
+    text = path.read_text()
+    start = text.index("arms = [")
+    end = text.index("]", start) + 1
+    path.write_text(text[:start] + "arms = " + json.dumps(arms) + text[end:])
+    suite.seal(suite.load_suite(settings.project_root / "suites", "demo"), settings)
+
+
+def _grades(run_dir: Path, settings: Settings) -> dict[tuple[str, str], tuple]:
+    scores = scorer.score_run(run_dir, settings.project_root / "suites" / "demo", update=True)
+    return {(c["arm"], c["task"]): (c["verdict"], c["failure"], (c["grade"] or {}).get("recall"),
+                                    (c["grade"] or {}).get("precision"))
+            for c in scores["cells"]}
+
+
+def _assert_each_cell_once(run_dir: Path, settings: Settings) -> None:
+    plan = run.plan(settings, "demo")
+    for arm in plan.available:
+        records = sorted((run_dir / "cells" / arm.name).glob("*/*/record.json"))
+        assert len(records) == len(arm.cells), arm.name
+        for path in records:
+            transcripts.read_record(path)  # every record whole
+    assert not list((run_dir / "cells").rglob(".*.tmp"))
+    assert not list((run_dir / "cells").rglob(".std*"))
+
+
+def test_sigkill_at_ten_seeded_points_then_resume_equals_an_unbroken_run(
+        engine: Engine, built: Settings, tmp_path: Path) -> None:
+    settings = project_copy(built, tmp_path)
+    _only_arms(settings, ["rg", "ast-grep"])
+    rng = random.Random(20261202)
+    points = sorted(round(rng.uniform(0.8, 9.0), 2) for _ in range(10))
+    run_dir = None
+    for delay in points:
+        args = ["run", "demo"] + (["--resume", str(run_dir)] if run_dir else [])
+        proc = subprocess.Popen(_cli(settings, *args), env=_env(settings),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        if run_dir is None:
+            made = sorted(settings.runs_dir.glob("run-demo-*"))
+            run_dir = made[0] if made and (made[0] / "run.json").exists() else None
+            for partial in made[1:] if run_dir else made:
+                import shutil
+                shutil.rmtree(partial)
+    assert run_dir is not None, "no kill point came after the run directory was created"
+    done = subprocess.run(_cli(settings, "run", "demo", "--resume", str(run_dir)),
+                          env=_env(settings), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] == "complete" and len(meta["resumes"]) >= 1
+    _assert_each_cell_once(run_dir, settings)
+    assert cleanup.find(engine, run_id=meta["run_id"]) == []
+    unbroken = run.execute(engine, settings, "demo")
+    assert _grades(run_dir, settings) == _grades(unbroken, settings)
+
+
+FAULTY_ARM = """
+description = "a tool that hangs while indexing, fails some tasks and prints garbage"
+image = "rg"
+parser = "rg"
+[env]
+HOME = "/state/home"
+[setup]
+argv = ["sh", "-c", "trap '' TERM; sleep 600"]
+timeout_s = 2
+[tasks.references]
+argv = ["sh", "-c", "echo this is not a row of rg output"]
+[tasks.impact]
+argv = ["sh", "-c", "echo partial >&2; exit 3"]
+[tasks.locate]
+argv = ["rg", "-n", "--no-require-git", "-e", "zzz-never-matches", "."]
+[not_attempted.e2e-retrieval]
+reason = "a test arm"
+source = "tests/integration/test_faults.py"
+"""
+
+
+def test_a_hang_a_failure_and_garbage_are_classified_and_the_run_goes_on(
+        engine: Engine, built: Settings, tmp_path: Path) -> None:
+    settings = project_copy(built, tmp_path)
+    (settings.arms_dir / "faulty.toml").write_text(FAULTY_ARM)
+    _only_arms(settings, ["rg", "faulty"])
+    run_dir = run.execute(engine, settings, "demo")
+    setup = transcripts.read_record(run_dir / "cells" / "faulty" / "_setup" / "record.json")
+    assert setup.outcome == "timeout" and setup.exit["timed_out"]
+    scores = scorer.score_run(run_dir, settings.project_root / "suites" / "demo")
+    faulty = [c for c in scores["cells"] if c["arm"] == "faulty"]
+    by_kind = {k: {c["failure"] for c in faulty if c["kind"] == k} for k in
+               ("references", "impact", "locate")}
+    assert by_kind["references"] == {"parse-error"}
+    assert by_kind["impact"] == {"nonzero-exit"}
+    assert all(c["verdict"] == "wrong" for c in faulty if c["kind"] in ("references", "impact"))
+    assert {c["verdict"] for c in faulty if c["kind"] == "e2e-retrieval"} == {"not_attempted"}
+    rg = [c for c in scores["cells"] if c["arm"] == "rg"]
+    assert rg and all(c["failure"] is None for c in rg)
+
+
+def test_a_full_bench_disk_stops_cleanly_and_resumes(engine: Engine, built: Settings,
+                                                      tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs as root to mount a small tmpfs bench root")
+        pytest.skip("needs root to mount a tmpfs")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], check=True)
+    try:
+        settings = project_copy(built, mount)
+        _only_arms(settings, ["rg"])
+        free = os.statvfs(mount).f_bavail * os.statvfs(mount).f_frsize
+        filler = mount / "filler"
+        with open(filler, "wb") as fh:
+            fh.write(b"\0" * max(free - 400 * 1024, 0))
+        result = subprocess.run(_cli(settings, "run", "demo"), env=_env(settings),
+                                capture_output=True, text=True, timeout=600)
+        assert result.returncode == 1, result.stderr[-2000:]
+        assert "is full" in result.stderr and "--resume" in result.stderr
+        assert "Traceback" not in result.stderr
+        (run_dir,) = settings.runs_dir.glob("run-demo-*")
+        for path in (run_dir / "cells").rglob("record.json"):
+            transcripts.read_record(path)  # nothing half-written
+        filler.unlink()
+        done = subprocess.run(_cli(settings, "run", "demo", "--resume", str(run_dir)),
+                              env=_env(settings), capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        _assert_each_cell_once(run_dir, settings)
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _restart_engine() -> None:
+    pid = int(Path("/var/run/docker.pid").read_text())
+    os.kill(pid, signal.SIGTERM)
+    for _ in range(150):
+        if not Path(f"/proc/{pid}").exists():
+            break
+        time.sleep(0.2)
+    subprocess.run([str(REPO / "scripts" / "ensure-docker")], check=True, timeout=120)
+
+
+def test_an_engine_restart_mid_run_loses_no_cell(engine: Engine, built: Settings,
+                                                 tmp_path: Path) -> None:
+    if os.geteuid() != 0 or not Path("/var/run/docker.pid").exists():
+        if os.environ.get("CI"):
+            pytest.fail("CI starts dockerd itself and can restart it")
+        pytest.skip("needs root and a dockerd started by scripts/ensure-docker")
+    settings = project_copy(built, tmp_path)
+    _only_arms(settings, ["rg"])
+    proc = subprocess.Popen(_cli(settings, "run", "demo"), env=_env(settings),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and \
+            len(list(settings.runs_dir.glob("*/cells/rg/*/*/record.json"))) < 8:
+        time.sleep(0.2)
+    _restart_engine()
+    _, stderr = proc.communicate(timeout=600)
+    (run_dir,) = settings.runs_dir.glob("run-demo-*")
+    meta = json.loads((run_dir / "run.json").read_text())
+    if proc.returncode != 0:
+        assert "--resume" in stderr and "Traceback" not in stderr, stderr[-2000:]
+        done = subprocess.run(_cli(settings, "run", "demo", "--resume", str(run_dir)),
+                              env=_env(settings), capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+    _assert_each_cell_once(run_dir, settings)
+    assert cleanup.find(Engine.connect(), run_id=meta["run_id"]) == []
