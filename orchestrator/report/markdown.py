@@ -152,6 +152,12 @@ def _definitions(scores: Mapping[str, Any]) -> str:
     return "\n".join(f"- **{k}**: {v}" for k, v in sorted(scores["definitions"].items()))
 
 
+def _failure_definitions(scores: Mapping[str, Any]) -> str:
+    defs = scores["definitions"]
+    return "\n".join(f"- `{key.split('.', 1)[1]}`: {defs[key]}" for key in sorted(defs)
+                     if key.startswith(("failure.", "unscored.")))
+
+
 def _corpus(corpus: Mapping[str, Any]) -> str:
     languages = ", ".join(f"{k} {v}" for k, v in sorted(corpus["languages"].items()))
     before = (corpus["pristine_digest_before"] or "n/a")[:16]
@@ -174,6 +180,12 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
         "again and compares byte for byte. No part of this document is edited by hand.",
         _section("Scorecard", "Tasks per arm and band (`all`: every kind).",
                  md_table(tables.scorecard(scores))),
+        _section("Failures",
+                 "Every cell that failed carries the kind decided when it failed: an exec "
+                 "outcome from its record, or a parse error. A failed cell is `wrong`; an "
+                 "unscored one (its sandbox or arm never gave the tool a chance) is never "
+                 "counted as the tool's wrong answer.", md_table(tables.failures(scores)),
+                 _failure_definitions(scores)),
         _section("Corpus and setup cost", _corpus(corpus),
                  "Setup cost is separate and never amortised into a per-task figure.",
                  md_table(tables.setup(scores)), scores["definitions"]["setup"] + "."),

@@ -208,6 +208,19 @@ def leaders(scores: Mapping[str, Any]) -> Table:
     return columns, rows
 
 
+def failures(scores: Mapping[str, Any]) -> Table:
+    """Failed cells by kind (graded wrong) and unscored cells by kind (not the tool's
+    answer), per arm."""
+    listed = next(iter(scores["failures"].values()), {})
+    failed = sorted(k for k in listed if f"failure.{k}" in scores["definitions"])
+    kinds_seen = failed + sorted(k for k in listed if k not in failed)
+    columns = ["arm", *(f"wrong: {k}" for k in failed),
+               *(f"unscored: {k}" for k in kinds_seen[len(failed):])]
+    rows = [[arm_label(scores, arm), *(str(scores["failures"][arm][k]) for k in kinds_seen)]
+            for arm in arms(scores)]
+    return columns, rows
+
+
 def not_attempted(scores: Mapping[str, Any]) -> Table:
     columns = ["arm", "kind", "tasks", "reason (quoted from the tool's docs)", "source"]
     rows = []

@@ -8,7 +8,7 @@ What a cell is:
   from the arm spec (which quotes the tool's own docs). Excluded from the arm's denominators.
 - `unscored`: the tool never had a fair chance, so it is never scored as the tool's wrong
   answer: the arm's tool is not available (`arm-unavailable`), the arm was left out of the
-  run (`arm-not-run`), its guards refused it (`arm-refused`), or the sandbox went away during
+  run (`arm-not-run`), its guards refused it (`guard-violation`), or the sandbox went away during
   the graded exec (`sandbox-unavailable`). Counted on its own.
 - `correct` / `partial` / `wrong`: graded on the cold invocation (REP 0). An exec that failed
   (any other record outcome) or whose output the arm's parser cannot read (`parse-error`) is
@@ -41,9 +41,13 @@ COUNTS = ("correct", "partial", "wrong", "not_attempted", "unscored")
 UNSCORED_KINDS = {
     "arm-unavailable": "the arm was not run: its tool is not available",
     "arm-not-run": "the arm was left out of this run (sandbench run --arm)",
-    "arm-refused": "the arm's isolation guards failed, so none of its commands ran",
+    "guard-violation": "the arm's isolation guards failed, so none of its commands ran",
     "sandbox-unavailable": OUTCOMES["sandbox-unavailable"],
 }
+# The failure kinds of a graded cell: decided when the exec ended (its record's outcome) or
+# when its output was parsed; each makes the cell `wrong`, never `not_attempted`.
+FAILURE_KINDS = {**{k: v for k, v in OUTCOMES.items() if k not in ("ok", "sandbox-unavailable")},
+                 "parse-error": "the tool's output could not be read by its parser"}
 DECLARED = ("baseline", "reps", "timeout_s", "precision_cap", "top_k")
 
 logger = log.get(__name__)
@@ -84,7 +88,7 @@ def score_cell(inputs: RunInputs, arm_name: str, task: Task,
         cell["not_attempted"] = {"reason": skipped["reason"], "source": skipped["source"]}
         return cell
     if arm.status != "available":
-        kind = {"unavailable": "arm-unavailable", "refused": "arm-refused",
+        kind = {"unavailable": "arm-unavailable", "refused": "guard-violation",
                 "absent": "arm-not-run"}[arm.status]
         cell["verdict"] = "unscored"
         cell["unscored"] = {"kind": kind, "reason": UNSCORED_KINDS[kind]}
@@ -252,6 +256,20 @@ def _state(inputs: RunInputs) -> dict[str, Any]:
     return out
 
 
+def failure_counts(cells: Sequence[dict[str, Any]], arm_names: Sequence[str]
+                   ) -> dict[str, dict[str, int]]:
+    """Per arm, how many cells failed by each kind (wrong) or were unscored by each kind
+    (never the tool's wrong answer); every kind is listed, zero included."""
+    counts = {}
+    for arm in arm_names:
+        mine = [c for c in cells if c["arm"] == arm]
+        row = {k: sum(1 for c in mine if c["failure"] == k) for k in FAILURE_KINDS}
+        row.update({k: sum(1 for c in mine if (c["unscored"] or {}).get("kind") == k)
+                    for k in UNSCORED_KINDS})
+        counts[arm] = row
+    return counts
+
+
 def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], reach.LineIndex]:
     """Every score of a run, and the line index reach used; reads only, writes nothing."""
     inputs = load(run_dir, suite_dir)
@@ -334,6 +352,7 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], reach.LineI
         "manifest": {"manifest_sha256": run["suite"]["manifest_sha256"],
                      "matches_run": True, "inputs": list(inputs.manifest_rows),
                      "scorer_changed": changed},
+        "failures": failure_counts(cells, arm_names),
         "leaders": leaders.leaders(summary, setups, arm_names, BANDS),
         "definitions": {**{f"correct.{k}": v for k, v in correctness.DEFINITIONS.items()},
                         "cost": cost.DEFINITION, "cost.unit": cost.UNIT,
@@ -342,7 +361,8 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], reach.LineI
                         "not_attempted": "the arm declares it cannot express the task's kind, "
                                          "quoting the tool's own docs; excluded from that "
                                          "arm's denominators",
-                        **{f"unscored.{k}": v for k, v in UNSCORED_KINDS.items()}},
+                        **{f"unscored.{k}": v for k, v in UNSCORED_KINDS.items()},
+                        **{f"failure.{k}": v for k, v in FAILURE_KINDS.items()}},
     }
     return scores, index
 

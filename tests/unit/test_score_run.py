@@ -57,7 +57,7 @@ def test_every_kind_of_cell_is_counted_where_it_belongs(built: RunBuilder) -> No
     assert skipped["not_attempted"] == {"reason": "peer cannot e2e-retrieval",
                                         "source": "peer --help"}
     assert cell(scores, "devscout", "loc-a")["unscored"]["kind"] == "arm-unavailable"
-    assert cell(scores, "walled", "loc-a")["unscored"]["kind"] == "arm-refused"
+    assert cell(scores, "walled", "loc-a")["unscored"]["kind"] == "guard-violation"
     rg_all = scores["summary"]["rg"]["all"]
     assert rg_all["counts"] == {"correct": 2, "partial": 0, "wrong": 1, "not_attempted": 0,
                                 "unscored": 1}
