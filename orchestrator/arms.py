@@ -6,12 +6,12 @@ entry quoting the tool's own documentation."""
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import InputError
+from orchestrator.fsutil import read_toml
 from orchestrator.sandbox import GIB, MIB, Limits
 
 ARM_KEYS = {"description", "image", "env", "limits", "parser", "setup", "tasks",
@@ -73,12 +73,7 @@ def _bad(path: Path, key: str, expected: str, found: Any) -> InputError:
 
 
 def load_arm(path: Path) -> ArmSpec:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: arm spec is missing", file=str(path)) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: does not parse: {exc}", file=str(path)) from exc
+    data = read_toml(path)
     if unknown := sorted(set(data) - ARM_KEYS):
         raise _bad(path, unknown[0], f"one of {sorted(ARM_KEYS)}", unknown[0])
     image = data.get("image")

@@ -6,9 +6,12 @@ import hashlib
 import json
 import os
 import tempfile
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from orchestrator.errors import InputError
 
 CHUNK = 1 << 20
 
@@ -65,3 +68,23 @@ def sha256_file(path: Path) -> str:
         while chunk := fh.read(CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def read_json(path: Path) -> Any:
+    """A JSON input, or one error naming the file: missing, or where it does not parse."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path} is missing", file=str(path)) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: does not parse: {exc}", file=str(path)) from exc
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML input, or one error naming the file: missing, or where it does not parse."""
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path} is missing", file=str(path)) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: does not parse: {exc}", file=str(path)) from exc

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import InputError
-from orchestrator.fsutil import atomic_write_json
+from orchestrator.fsutil import atomic_write_json, read_json
 
 PROBE_LOOKUP = "example.com"  # RFC 2606 documentation domain: resolvable only with a network
 PROBE_WRITE = "/.sandbench-probe-root-write"
@@ -291,16 +291,6 @@ class AuditedArm:
         return self.probed and self.matches_stored and not failures(self.results)
 
 
-def _load(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: guard snapshot is missing", file=str(path)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: guard snapshot does not parse: {exc}",
-                         file=str(path)) from exc
-
-
 def audit(run_dir: Path) -> list[AuditedArm]:
     """Recompute every arm's guards from the stored snapshots, offline."""
     root = run_dir / "guards"
@@ -309,13 +299,13 @@ def audit(run_dir: Path) -> list[AuditedArm]:
                          file=str(run_dir))
     audited = []
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        policy = GuardPolicy.from_json(_load(folder / "policy.json"), folder / "policy.json")
-        inspect = _load(folder / "inspect.json")
+        policy = GuardPolicy.from_json(read_json(folder / "policy.json"), folder / "policy.json")
+        inspect = read_json(folder / "inspect.json")
         results = check_outside(policy, inspect)
         probed = (folder / "probe.json").exists()
         if probed:
-            results += check_inside(policy, _load(folder / "probe.json"))
-        stored = _load(folder / "verdict.json")
+            results += check_inside(policy, read_json(folder / "probe.json"))
+        stored = read_json(folder / "verdict.json")
         recomputed = json.loads(json.dumps([asdict(r) for r in results]))
         audited.append(AuditedArm(folder.name, folder, results, recomputed == stored, probed))
     return audited

@@ -12,7 +12,6 @@ import hashlib
 import json
 import re
 import subprocess
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 from orchestrator import corpus
 from orchestrator.arms import KINDS
 from orchestrator.errors import InputError
-from orchestrator.fsutil import atomic_write_json, sha256_file
+from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
 from orchestrator.settings import Settings
 
 LANGUAGES = {"csharp": "cs", "typescript": "ts", "rust": "rs"}
@@ -87,15 +86,6 @@ def _bad(path: Path, key: str, expected: str, found: Any) -> InputError:
     return InputError.bad_value(path, key, expected, found)
 
 
-def _toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path} is missing", file=str(path)) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: does not parse: {exc}", file=str(path)) from exc
-
-
 def _str_list(path: Path, key: str, value: Any, allow_empty: bool) -> list[str]:
     if (not isinstance(value, list) or not all(isinstance(v, str) and v for v in value)
             or (not allow_empty and not value)):
@@ -105,7 +95,7 @@ def _str_list(path: Path, key: str, value: Any, allow_empty: bool) -> list[str]:
 
 
 def load_task(path: Path) -> Task:
-    data = _toml(path)
+    data = read_toml(path)
     if unknown := sorted(set(data) - TASK_KEYS):
         raise _bad(path, unknown[0], f"one of {sorted(TASK_KEYS)}", unknown[0])
     for key in ("id", "kind", "language", "explanation"):
@@ -156,7 +146,7 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
             suites_dir.is_dir() else []
         raise InputError(f"unknown suite {name!r}", fix=f"known suites: {', '.join(known)}")
     path = folder / "suite.toml"
-    data = _toml(path)
+    data = read_toml(path)
     if unknown := sorted(set(data) - SUITE_KEYS):
         raise _bad(path, unknown[0], f"one of {sorted(SUITE_KEYS)}", unknown[0])
     if missing := sorted(SUITE_KEYS - set(data)):
@@ -247,13 +237,10 @@ class SealDifference:
 def verify_seal(suite: Suite, settings: Settings) -> list[SealDifference]:
     """What differs between the manifest and the inputs now; empty when the seal holds."""
     path = suite.path / MANIFEST
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.is_file():
         raise InputError(f"suite {suite.name!r} is not sealed: {path} is missing",
-                         fix=f"sandbench suite seal {suite.name}", file=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: does not parse: {exc}", file=str(path)) from exc
+                         fix=f"sandbench suite seal {suite.name}", file=str(path))
+    manifest = read_json(path)
     sealed = manifest.get("inputs", {})
     now = sealed_inputs(suite, settings)
     diffs = [SealDifference(f, sealed.get(f), now.get(f)) for f in sorted(set(sealed) | set(now))

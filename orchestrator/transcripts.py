@@ -8,13 +8,12 @@ write to. Its schema is `orchestrator/schemas/exec-record.schema.json`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import InputError
-from orchestrator.fsutil import atomic_write_json
+from orchestrator.fsutil import atomic_write_json, read_json
 
 SCHEMA = "sandbench.exec-record/1"
 RECORD_NAME = "record.json"
@@ -97,13 +96,7 @@ def write_record(cell_dir: Path, record: ExecRecord) -> Path:
 
 
 def read_record(path: Path) -> ExecRecord:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: record is missing", file=str(path)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: record does not parse: {exc}", file=str(path)) from exc
-    return ExecRecord.from_json(data, path)
+    return ExecRecord.from_json(read_json(path), path)
 
 
 def classify(result: dict[str, Any] | None, protocol_error: str | None, helper_exit: int | None,

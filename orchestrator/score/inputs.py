@@ -19,7 +19,7 @@ from typing import Any
 from orchestrator import suite as suite_mod
 from orchestrator.arms import KINDS
 from orchestrator.errors import InputError
-from orchestrator.fsutil import sha256_file
+from orchestrator.fsutil import read_json, sha256_file
 from orchestrator.settings import PACKAGE_DIR
 from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record
 
@@ -75,15 +75,6 @@ class RunInputs:
         return _stream(rep, "stderr")
 
 
-def _json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path} is missing", file=str(path)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: does not parse: {exc}", file=str(path)) from exc
-
-
 def _at(data: Any, dotted: str, kinds: type | tuple[type, ...] | None, source: Path) -> Any:
     """data[a][b]... for "a.b", or an error naming the file and the key."""
     current = data
@@ -119,7 +110,7 @@ def read_run_json(run_dir: Path) -> dict[str, Any]:
     if not run_dir.is_dir():
         raise InputError(f"{run_dir} is not a directory", fix="give a run directory "
                          "(bench/runs/RUN_ID)", file=str(run_dir))
-    run = _json(source)
+    run = read_json(source)
     if not isinstance(run, dict):
         raise InputError.bad_value(source, "(top level)", "an object", type(run).__name__)
     if run.get("schema") != RUN_SCHEMA:
@@ -158,7 +149,7 @@ def check_seal(run: dict[str, Any], the_suite: suite_mod.Suite,
                          fix="score with the suite directory exactly as it was sealed for "
                              "this run", file=str(path), key="suite.manifest_sha256",
                          expected=run["suite"]["manifest_sha256"], found=found)
-    manifest = _json(path)
+    manifest = read_json(path)
     inputs = manifest.get("inputs") if isinstance(manifest, dict) else None
     if not isinstance(inputs, dict):
         raise InputError.bad_value(path, "inputs", "an object of path -> sha256", inputs)
@@ -286,7 +277,7 @@ def _stream(rep: Rep, stream: str) -> bytes:
 
 
 def _optional_json(path: Path) -> Any:
-    return _json(path) if path.exists() else None
+    return read_json(path) if path.exists() else None
 
 
 def load(run_dir: Path, suite_dir: Path) -> RunInputs:
@@ -318,7 +309,7 @@ def load(run_dir: Path, suite_dir: Path) -> RunInputs:
         else:
             setup[arm.name] = None
         state_file = run_dir / "arms" / arm.name / "state.json"
-        data = _json(state_file)
+        data = read_json(state_file)
         for key in ("state_files", "state_bytes", "corpus_changes", "corpus_added_bytes"):
             _at(data, key, None, state_file)
         state[arm.name] = data

@@ -73,7 +73,7 @@ def test_bad_input_exits_2_with_one_message(built: RunBuilder) -> None:
     record.unlink()
     result = _score(built)
     assert result.exit_code == 2
-    assert f"{record}: record is missing" in result.output
+    assert f"{record} is missing" in result.output
     assert "Traceback" not in result.output
     assert not (built.run_dir / "scores.json").exists()
 

@@ -156,7 +156,7 @@ def _nothing_written(b: RunBuilder) -> None:
 def test_a_missing_record_is_named(built: RunBuilder) -> None:
     record = built.run_dir / "cells" / "rg" / "loc-a" / "2" / "record.json"
     record.unlink()
-    with pytest.raises(InputError, match="record is missing") as err:
+    with pytest.raises(InputError, match="record.json is missing") as err:
         score_run(built.run_dir, built.suite_dir)
     assert err.value.data["file"] == str(record) and err.value.exit_code == 2
     _nothing_written(built)
