@@ -10,6 +10,7 @@ import typer
 from orchestrator import report as report_mod
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, table
 from orchestrator.fsutil import canonical_json
+from orchestrator.report import html as html_page
 from orchestrator.report import tables
 from orchestrator.score import SCORES_NAME, score_run
 from orchestrator.score.inputs import read_run_json
@@ -54,27 +55,38 @@ def report(run_dir: Path = RunDir,
                                       "the committed document; exit 1 on any difference."),
            output: Path = typer.Option(None, "--output", "-o", dir_okay=False,
                                        help="Where the Markdown document goes (default "
-                                            "RUN_DIR/results.md)."),
+                                            "RUN_DIR/results.md); the HTML page goes "
+                                            "beside it, named like it with .html."),
            fmt: str = typer.Option("md", "--format", help="md: write the document; json: "
                                    "print scores.json on stdout.")) -> None:
-    """Render the results document from RUN_DIR/scores.json alone."""
+    """Render the results documents from RUN_DIR/scores.json alone: results.md and, beside
+    it, results.html (the same tables and the plots, self-contained)."""
     if fmt not in ("md", "json"):
         raise typer.BadParameter("md or json", param_hint="--format")
     if fmt == "json":
         typer.echo(canonical_json(report_mod.read(run_dir)), nl=False)
         return
+    markdown = Path(output) if output is not None else run_dir / report_mod.RESULTS_NAME
+    try:
+        page = html_page.path_beside(markdown)
+    except ValueError as exc:
+        raise typer.BadParameter(f"{exc}: name the Markdown document (.md)",
+                                 param_hint="--output") from None
     if check:
         target, diffs = report_mod.differences(run_dir, output)
-        if diffs:
-            typer.echo(f"{target} differs from a fresh rendering of "
-                       f"{run_dir / SCORES_NAME}:", err=True)
-            typer.echo("\n".join(diffs), err=True)
+        page_diffs = html_page.differences(report_mod.read(run_dir), page)
+        for path, found in ((target, diffs), (page, page_diffs)):
+            if found:
+                typer.echo(f"{path} differs from a fresh rendering of "
+                           f"{run_dir / SCORES_NAME}:", err=True)
+                typer.echo("\n".join(found), err=True)
+        if diffs or page_diffs:
             raise typer.Exit(1)
         typer.echo(f"{target}: identical to a fresh rendering")
+        typer.echo(f"{page}: identical to a fresh rendering")
         return
     done = report_mod.write(run_dir, output)
+    html_page.write(done.scores, page)
     typer.echo(_scorecard(done.scores))
     typer.echo(f"markdown: {done.markdown}")
-    html = run_dir / report_mod.HTML_NAME
-    if html.is_file():
-        typer.echo(f"html: {html}")
+    typer.echo(f"html: {page}")

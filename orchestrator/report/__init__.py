@@ -13,7 +13,6 @@ from orchestrator.score.schema import load_scores
 from orchestrator.score.scorer import SCORES_NAME
 
 RESULTS_NAME = "results.md"
-HTML_NAME = "results.html"
 
 
 @dataclass(frozen=True)
@@ -52,5 +51,5 @@ def differences(run_dir: Path, output: Path | None = None) -> tuple[Path, list[s
                               committed.decode("utf-8", "replace"))) or ["bytes differ"]
 
 
-__all__ = ["HTML_NAME", "RESULTS_NAME", "Report", "differences", "read", "render_markdown",
+__all__ = ["RESULTS_NAME", "Report", "differences", "read", "render_markdown",
            "write"]

@@ -1,0 +1,463 @@
+"""The results page: `results.html` beside `results.md`, rendered from scores.json alone.
+
+It holds the same tables as the Markdown document (built by `tables`, so the figures and their
+decimals are the same) as plain HTML tables that need no JavaScript, and three plots drawn by
+plotly: correctness per arm and kind, payload tokens against correctness per arm, and the cold
+and warm wall-time distributions per arm from the raw samples.
+
+The page is self-contained: plotly.js is embedded once, inline, and a Content-Security-Policy
+forbids the page any fetch, so opening it never touches the network. Like the Markdown it is
+deterministic: the plot divs have fixed ids, the figures are serialised as sorted JSON, and
+nothing depends on when or where it is rendered, so `sandbench report RUN_DIR --check`
+renders it again and compares byte for byte. The bytes depend on the plotly release (it
+carries plotly.js and its templates), which the project pins.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from orchestrator.fsutil import atomic_write_text
+from orchestrator.report import tables
+from orchestrator.report.markdown import TITLE, disclosure
+
+SUFFIX = ".html"
+PLOT_IDS = ("plot-correctness", "plot-cost", "plot-timing")
+# Okabe-Ito colours: told apart with the common colour-vision deficiencies.
+VERDICT_COLOURS = {"correct": "#009E73", "partial": "#E69F00", "wrong": "#D55E00",
+                   "not_attempted": "#7F7F7F", "unscored": "#CFCFCF"}
+ARM_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
+               "#000000")
+PHASE_COLOURS = {"cold": "#0072B2", "warm": "#E69F00"}
+PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
+# No fetch of any kind: scripts and styles only inline, images only from data: or blob: URLs
+# (plotly's "download as PNG" makes one).
+CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+       "img-src data: blob:; base-uri 'none'; form-action 'none'")
+_NUMBER = re.compile(r"-?[\d,]+(\.\d+)?")
+MAX_DIFF_LINE = 160
+
+STYLE = """
+:root { color-scheme: light; }
+body { font-family: FONT; margin: 0; color: #1b1b1b; background: #fff; line-height: 1.45; }
+main { max-width: 1200px; margin: 0 auto; padding: 1rem 1.5rem 4rem; }
+h1 { font-size: 1.6rem; margin-top: 0.5rem; }
+h2 { font-size: 1.3rem; margin-top: 2.2rem; border-bottom: 1px solid #ddd; }
+h3 { font-size: 1.05rem; margin-top: 1.4rem; }
+pre { background: #f6f6f6; padding: 0.6rem 0.8rem; overflow-x: auto; font-size: 0.85rem; }
+code { font-size: 0.9em; }
+nav ol { columns: 3; font-size: 0.95rem; }
+.table-wrap { overflow-x: auto; margin: 0.6rem 0; }
+table { border-collapse: collapse; font-size: 0.88rem; }
+th, td { border: 1px solid #d4d4d4; padding: 0.2rem 0.5rem; text-align: left;
+         vertical-align: top; }
+th { background: #f0f0f0; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tbody tr:nth-child(even) { background: #fafafa; }
+figure { margin: 1.2rem 0 2rem; }
+.plot { width: 100%; }
+figcaption { font-size: 0.9rem; color: #444; max-width: 60rem; }
+details { margin: 0.4rem 0; }
+summary { cursor: pointer; }
+dt { font-weight: 600; margin-top: 0.5rem; }
+dd { margin-left: 1.5rem; }
+""".replace("FONT", FONT)
+
+
+# ---- HTML pieces ------------------------------------------------------------------------------
+
+def _e(text: object) -> str:
+    return escape(str(text), quote=True)
+
+
+def _t(text: object) -> str:
+    """A string plotly draws: it reads its text as a little HTML (<br>, <b>, entities), so a
+    name is escaped to be drawn as written. Names never enter a hover template, whose %{...}
+    they could otherwise use; they go in `text` or `customdata`."""
+    return escape(str(text), quote=False)
+
+
+def _numeric(rows: Sequence[Sequence[str]], i: int) -> bool:
+    """A column of figures (n/a aside) is right-aligned."""
+    values = [row[i] for row in rows if row[i] != tables.NA]
+    return bool(values) and all(_NUMBER.fullmatch(v) for v in values)
+
+
+def html_table(table: tables.Table) -> str:
+    """A plain table (no script needed); columns of figures right-aligned."""
+    columns, rows = table
+    numeric = [_numeric(rows, i) for i in range(len(columns))]
+    num = ' class="num"'
+    head = "".join(f'<th scope="col"{num if n else ""}>{_e(c)}</th>'
+                   for c, n in zip(columns, numeric, strict=True))
+    body = "\n".join(
+        "<tr>" + "".join(f'<td{num if n else ""}>{_e(v)}</td>'
+                         for v, n in zip(row, numeric, strict=True)) + "</tr>" for row in rows)
+    return (f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead>\n'
+            f"<tbody>\n{body}\n</tbody></table></div>")
+
+
+def _p(text: str) -> str:
+    return f"<p>{_e(text)}</p>"
+
+
+def _pre(text: str) -> str:
+    return f"<pre>{_e(text)}</pre>"
+
+
+def _slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def _section(title: str, *parts: str) -> tuple[str, str]:
+    body = "\n".join(p for p in parts if p)
+    return title, f'<section id="{_slug(title)}">\n<h2>{_e(title)}</h2>\n{body}\n</section>'
+
+
+# ---- plots ------------------------------------------------------------------------------------
+
+def _layout(title: str, **extra: Any) -> dict[str, Any]:
+    return {"title": {"text": title, "x": 0, "xanchor": "left", "font": {"size": 18}},
+            "template": "plotly_white", "font": {"family": FONT, "size": 13},
+            "margin": {"l": 70, "r": 30, "t": 90, "b": 90},
+            "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom",
+                       "xanchor": "left"},
+            **extra}
+
+
+def correctness_figure(scores: Mapping[str, Any]) -> dict[str, Any]:
+    """Stacked horizontal bars: per arm and kind, how many tasks were correct ... unscored."""
+    arms, kinds = tables.arms(scores), tables.kinds(scores)
+    y = [[_t(tables.arm_label(scores, a)) for a in arms for _ in kinds],
+         [_t(k) for _ in arms for k in kinds]]
+    tallest = max((sum(scores["summary"][a][k]["counts"].values()) for a in arms for k in kinds),
+                  default=0)
+    data = []
+    for key, label in tables.COUNT_LABELS:
+        counts = [scores["summary"][a][k]["counts"][key] for a in arms for k in kinds]
+        data.append({"type": "bar", "orientation": "h", "name": _t(label), "x": counts, "y": y,
+                     "marker": {"color": VERDICT_COLOURS[key],
+                                "line": {"color": "#ffffff", "width": 1}},
+                     "text": [str(n) if n else "" for n in counts], "textposition": "inside",
+                     "insidetextanchor": "middle", "textangle": 0,
+                     "hovertemplate": "%{y}<br>%{fullData.name}: %{x} tasks<extra></extra>"})
+    return {"data": data, "layout": _layout(
+        "Correctness per arm and kind",
+        barmode="stack", bargap=0.2, height=max(360, 150 + 30 * len(arms) * len(kinds)),
+        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "xanchor": "left",
+                "traceorder": "normal"},
+        margin={"l": 250, "r": 30, "t": 90, "b": 60},
+        xaxis={"title": {"text": "tasks"}, "rangemode": "tozero",
+               **({"dtick": 1} if tallest <= 10 else {})},
+        yaxis={"title": {"text": ""}, "autorange": "reversed"})}
+
+
+def cost_figure(scores: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Per arm (every kind): median payload tokens per task against the share correct.
+    Returns the figure and the arms it cannot place (no figure for one of the two)."""
+    data, missing = [], []
+    for i, arm in enumerate(tables.arms(scores)):
+        s = scores["summary"][arm]["all"]
+        tokens, correct = s["cost"]["tokens_median"], s["correct_share"]
+        if tokens is None or correct is None:
+            missing.append(arm)
+            continue
+        data.append({"type": "scatter", "mode": "markers+text", "name": _t(arm), "x": [tokens],
+                     "y": [correct], "text": [_t(arm)], "textposition": "top center",
+                     "textfont": {"size": 13},
+                     "marker": {"size": 16, "color": ARM_COLOURS[i % len(ARM_COLOURS)],
+                                "line": {"color": "#ffffff", "width": 1}},
+                     "customdata": [[s["graded"], s["cost"]["n"]]],
+                     "hovertemplate": ("%{text}<br>median tokens (proxy): %{x:,.1f}"
+                                       "<br>share correct: %{y:.2f} of %{customdata[0]} "
+                                       "graded<br>tasks with a cost: %{customdata[1]}"
+                                       "<extra></extra>")})
+    top = max([1, *(d["x"][0] for d in data)])
+    return {"data": data, "layout": _layout(
+        "Payload tokens against correctness per arm (every kind)",
+        showlegend=False, height=480,
+        xaxis={"title": {"text": "median payload tokens per task "
+                                 "(proxy: ceil(stdout bytes / 4), not a model's count)"},
+               "range": [0, top * 1.15], "tickformat": ",d"},
+        yaxis={"title": {"text": "share of graded tasks correct"}, "range": [-0.05, 1.12],
+               "tickformat": ".0%"})}, missing
+
+
+def timing_figure(scores: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Box plots with every raw sample: cold (REP 0) and warm (REP 1..N) per arm. Samples
+    that enter no median (no wall time, impossible timing) are left out, as in the tables."""
+    samples: dict[str, dict[str, list[tuple[float, str]]]] = {}
+    for cell in scores["cells"]:
+        timing = cell["timing"]
+        for i, s in enumerate((timing or {}).get("samples", [])):
+            if s["wall_ns"] is None or "impossible-timing" in s["flags"]:
+                continue
+            phase = "cold" if i == 0 else "warm"
+            notes = [n for n, on in (("timed out: a lower bound", s["lower_bound"]),
+                                     ("flagged outlier", s["outlier"])) if on]
+            hover = f"{_t(cell['task'])} REP {s['rep']}" + "".join(f"<br>{n}" for n in notes)
+            samples.setdefault(cell["arm"], {"cold": [], "warm": []})[phase].append(
+                (s["wall_ns"] / 1e6, hover))
+    arms = [a for a in tables.arms(scores) if a in samples]
+    missing = [a for a in tables.arms(scores) if a not in samples]
+    data = []
+    for phase, label in (("cold", "cold (REP 0)"), ("warm", "warm (REP 1..N)")):
+        points = [(_t(tables.arm_label(scores, a)), ms, hover)
+                  for a in arms for ms, hover in samples[a][phase]]
+        data.append({"type": "box", "name": label, "offsetgroup": phase,
+                     "x": [p[0] for p in points], "y": [p[1] for p in points],
+                     "text": [p[2] for p in points], "boxpoints": "all", "jitter": 0.5,
+                     "pointpos": 0, "marker": {"size": 5, "opacity": 0.55,
+                                               "color": PHASE_COLOURS[phase]},
+                     "line": {"color": PHASE_COLOURS[phase]},
+                     "fillcolor": "rgba(0,0,0,0)",
+                     "hovertemplate": ("%{x}<br>%{text}<br>%{y:,.1f} ms<extra>" + label
+                                       + "</extra>")})
+    return {"data": data, "layout": _layout(
+        "Cold and warm wall time per arm (every raw sample)",
+        boxmode="group", boxgroupgap=0.3, height=540,
+        xaxis={"title": {"text": "arm"}},
+        yaxis={"title": {"text": "in-container wall time, ms (log scale)"}, "type": "log",
+               "tickvals": log_ticks([y for d in data for y in d["y"]])})}, missing
+
+
+def log_ticks(values: Sequence[float]) -> list[float]:
+    """1-2-5 ticks spanning `values` on a log axis (plotly's own put a label on every digit)."""
+    positive = [v for v in values if v > 0]
+    if not positive:
+        return []
+    low, high = min(positive), max(positive)
+    ticks, decade = [], 10.0 ** math.floor(math.log10(low))
+    while decade <= high * 2:
+        ticks += [m * decade for m in (1, 2, 5) if low / 2 <= m * decade <= high * 2]
+        decade *= 10
+    return [float(f"{t:.6g}") for t in ticks]
+
+
+def _figure_json(figure: Mapping[str, Any]) -> str:
+    """The figure validated by plotly, with the page's plotly.js config, spelled as sorted
+    JSON (the same spelling whichever JSON engine plotly would pick) that no string can use
+    to leave the <script> element (< > & are written as JSON escapes)."""
+    import plotly.graph_objects as go  # imported here: only rendering the page needs it
+    import plotly.io as pio
+
+    checked = json.loads(pio.to_json(go.Figure(figure), validate=True, engine="json"))
+    checked["config"] = PLOT_CONFIG
+    text = json.dumps(checked, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    js = get_plotlyjs()
+    # Either would end or confuse the <script> element: never in a plotly.js bundle so far,
+    # and checked, not assumed.
+    if "</script" in js.lower() or "<!--" in js:
+        raise ValueError("this plotly.js cannot be inlined: it holds </script> or <!--")
+    return js
+
+
+def _figure(plot_id: str, label: str, caption: str) -> str:
+    return (f'<figure>\n<div id="{plot_id}" class="plot" role="img" aria-label="{_e(label)}">'
+            f"</div>\n<figcaption>{_e(caption)}</figcaption>\n</figure>")
+
+
+def _plots(scores: Mapping[str, Any]) -> tuple[str, str]:
+    """The plots section and the script that draws it."""
+    correctness = correctness_figure(scores)
+    cost, cost_missing = cost_figure(scores)
+    timing, timing_missing = timing_figure(scores)
+    unit = scores["definitions"]["cost.unit"]
+    captions = [
+        ("Correctness per arm and kind, stacked bars",
+         ("Tasks per arm and kind by verdict. Not attempted: the arm declares it cannot "
+          "express the kind; unscored: the arm was not run or its guards refused it. The same "
+          "counts are in the scorecard table.")),
+        ("Payload tokens against correctness per arm, scatter plot",
+         f"One point per arm over every kind: the median payload of a task against the share "
+         f"of its graded tasks that are correct. Cost unit: {unit}."
+         + (f" Not plotted, having no figure for one of the two: {', '.join(cost_missing)}."
+            if cost_missing else "")),
+        ("Cold and warm wall time per arm, box plots with every sample",
+         "Every raw sample kept in scores.json, on a log scale: cold is REP 0, the first "
+         "invocation after the index build, one per task; warm is REP 1..N. Samples with "
+         "impossible timing are left out, as they enter no median; timed-out samples are "
+         "lower bounds."
+         + (f" No samples: {', '.join(timing_missing)}." if timing_missing else "")),
+    ]
+    figures = (correctness, cost, timing)
+    section = _section(
+        "Plots",
+        "<noscript><p>The plots need JavaScript; every figure they show is in the tables "
+        "below.</p></noscript>",
+        *(_figure(pid, label, caption)
+          for pid, (label, caption) in zip(PLOT_IDS, captions, strict=True)))[1]
+    calls = "\n".join(f'Plotly.newPlot("{pid}", {_figure_json(fig)});'
+                       for pid, fig in zip(PLOT_IDS, figures, strict=True))
+    script = (f"<script>\n{_plotly_js()}\n</script>\n"
+              f"<script>\n{calls}\n</script>")
+    return section, script
+
+
+# ---- the page ---------------------------------------------------------------------------------
+
+def _task(scores: Mapping[str, Any], task_id: str) -> str:
+    task = scores["tasks"][task_id]
+    inputs = "; ".join(f"{k}: \"{' '.join(v.split())}\"" for k, v in task["input"].items())
+    truth = "; ".join(f"{k}: {', '.join(v) if isinstance(v, list) else v or 'none'}"
+                      for k, v in task["truth"].items())
+    cells = [c for c in scores["cells"] if c["task"] == task_id]
+    verdicts = ", ".join(f"{c['arm']} {c['verdict'].replace('_', ' ')}" for c in cells)
+    commands = [f"{c['arm']}: {shlex.join(c['argv'])}" for c in cells if c["argv"]]
+    return "\n".join(p for p in [
+        f'<details id="task-{_e(_slug(task_id))}">',
+        (f"<summary><strong>{_e(task_id)}</strong> ({_e(task['kind'])}, "
+         f"{_e(task['language'])}): {_e(verdicts)}</summary>"),
+        _p(f"Input: {inputs}. Truth: {truth}."),
+        html_table(tables.task_cells(scores, task_id)),
+        _p("Commands, exactly as each arm ran them (REP 0):") if commands else "",
+        _pre("\n".join(commands)) if commands else "",
+        "</details>"] if p)
+
+
+def _definitions(scores: Mapping[str, Any]) -> str:
+    items = "\n".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>"
+                      for k, v in sorted(scores["definitions"].items()))
+    return f"<dl>\n{items}\n</dl>"
+
+
+def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
+    suite, corpus, manifest = scores["suite"], scores["corpus"], scores["manifest"]
+    attempted_all = not any(scores["arms"][a]["not_attempted"] for a in tables.arms(scores))
+    languages = ", ".join(f"{k} {v}" for k, v in sorted(corpus["languages"].items()))
+    changed = manifest["scorer_changed"]
+    return [
+        _section("Scorecard", _p("Tasks per arm and band (all: every kind)."),
+                 html_table(tables.scorecard(scores))),
+        _section("Corpus and setup cost",
+                 _p(f"Corpus {corpus['id']}: {corpus['repo']} @ {corpus['sha']}, "
+                    f"{corpus['tracked_files']} tracked files ({languages}). Tree digest of "
+                    f"the pristine copy before the run "
+                    f"{(corpus['pristine_digest_before'] or tables.NA)[:16]}, after "
+                    f"{(corpus['pristine_digest_after'] or tables.NA)[:16]}."),
+                 _p("Setup cost is separate and never amortised into a per-task figure."),
+                 html_table(tables.setup(scores)), _p(scores["definitions"]["setup"] + ".")),
+        _section("Choices the suite declares", _p("Quoted from the sealed suite.toml:"),
+                 _pre("\n\n".join(suite["declarations"][k]
+                                  for k in sorted(suite["declarations"])))),
+        _section("Not attempted",
+                 _p("Every arm attempts every kind.") if attempted_all else
+                 _p("Excluded from that arm's denominators and counted in its own column."),
+                 "" if attempted_all else html_table(tables.not_attempted(scores))),
+        _section("Tasks", _p("Every task, with the exact command each arm ran and its "
+                             "verdict; open one to see its table. The per-arm notes (files "
+                             "missed or outside the truth, rows that do not reach) are in the "
+                             "Markdown document beside this page."),
+                 *(_task(scores, t) for t in scores["tasks"])),
+        _section("Correctness", html_table(tables.correctness(scores))),
+        _section("Cost", _p(f"Without a model in the loop: {scores['definitions']['cost.unit']}."),
+                 html_table(tables.cost(scores)),
+                 f"<h3>Paired cost ratio against the baseline ({_e(suite['baseline'])})</h3>",
+                 _p(scores["definitions"]["cost"] + "."),
+                 html_table(tables.ratios(scores)) if scores["cost_ratios"] else
+                 _p("No arm besides the baseline was measured, so there is no ratio.")),
+        _section("Wall time", _p(scores["definitions"]["timing"] + "."),
+                 html_table(tables.timing(scores))),
+        _section("Follow-up reach and tool calls", _p(scores["definitions"]["reach"] + "."),
+                 html_table(tables.reach(scores))),
+        _section("Where each tool wrote its state", html_table(tables.state(scores)),
+                 _p("Isolation guards, as stored under guards/ARM/:"),
+                 html_table(tables.guards(scores))),
+        _section("Suite manifest check",
+                 _p(f"The run recorded the seal {manifest['manifest_sha256']}. "
+                    + (f"The scorer differs from the one sealed before the run in: "
+                       f"{', '.join(changed)}." if changed else
+                       "The scorer is the one sealed before the run.")),
+                 html_table(tables.manifest(scores))),
+        _section("Where peers win", _p("One row per band x metric, every arm's figure beside "
+                                       "the leader's (n/a: no figure)."),
+                 html_table(tables.leaders(scores))),
+        _section("Definitions", _definitions(scores)),
+    ]
+
+
+def render_html(scores: Mapping[str, Any]) -> str:
+    """The whole page, the same bytes for the same scores."""
+    run, suite = scores["run"], scores["suite"]
+    title = f"{TITLE}: suite {suite['name']}, {run['date']}"
+    env_lines = disclosure(scores["environment"]).split("\n")[1:-1]  # inside its fence
+    plots, script = _plots(scores)
+    sections = [("Plots", plots), *_sections(scores)]
+    nav = "\n".join(f'<li><a href="#{_slug(t)}">{_e(t)}</a></li>' for t, _ in sections)
+    head = (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{_e(CSP)}">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{_e(title)}</title>\n<style>{STYLE}</style>\n</head>")
+    intro = [
+        f"<h1>{_e(title)}</h1>",
+        _pre("\n".join(env_lines)),
+        _p(f"Run {run['run_id']}, sandbench {run['sandbench_version']}, Docker engine "
+           f"{scores['environment']['engine']['version']}. Rendered by sandbench report from "
+           f"scores.json ({scores['schema']}), like the Markdown document beside it, with the "
+           "same tables; sandbench report RUN_DIR --check renders both again and compares "
+           "byte for byte. Nothing on this page is fetched from the network."),
+        f'<nav aria-label="Contents"><ol>\n{nav}\n</ol></nav>',
+    ]
+    body = "\n".join([*intro, *(html for _, html in sections)])
+    return f"{head}\n<body>\n<main>\n{body}\n</main>\n{script}\n</body>\n</html>\n"
+
+
+# ---- files ------------------------------------------------------------------------------------
+
+def path_beside(markdown: Path) -> Path:
+    """Where the page goes: beside the Markdown document, with its name (results.html)."""
+    markdown = Path(markdown)
+    if markdown.suffix == SUFFIX:
+        raise ValueError(f"{markdown} is where the HTML page would go")
+    return markdown.with_suffix(SUFFIX)
+
+
+def write(scores: Mapping[str, Any], target: Path) -> bool:
+    """Render the page to `target` atomically; False when it already held these bytes."""
+    text = render_html(scores)
+    target = Path(target)
+    if target.is_file() and target.read_text(encoding="utf-8") == text:
+        return False
+    atomic_write_text(target, text)
+    return True
+
+
+def _clip(lines: Sequence[str]) -> list[str]:
+    return [line if len(line) <= MAX_DIFF_LINE else
+            f"{line[:MAX_DIFF_LINE]}... ({len(line):,} characters)" for line in lines]
+
+
+def differences(scores: Mapping[str, Any], target: Path) -> list[str]:
+    """The first differing lines between a fresh page and the one at `target` (long lines,
+    such as the inlined plotly.js, cut short); empty when byte-identical."""
+    target = Path(target)
+    if not target.is_file():
+        return [f"{target} does not exist"]
+    committed = target.read_bytes()
+    rendered = render_html(scores).encode("utf-8")
+    if committed == rendered:
+        return []
+    diff = difflib.unified_diff(committed.decode("utf-8", "replace").splitlines(),
+                                rendered.decode("utf-8").splitlines(),
+                                "committed", "rendered", lineterm="", n=1)
+    return _clip(list(diff)[:40]) or ["bytes differ"]
+
+
+__all__ = ["PLOT_IDS", "correctness_figure", "cost_figure", "differences", "html_table",
+           "path_beside", "render_html", "timing_figure", "write"]
