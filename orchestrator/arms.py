@@ -184,8 +184,10 @@ def load_arms(arms_dir: Path, names: list[str] | None = None) -> list[ArmSpec]:
         return [load_arm(p) for p in available.values()]
     unknown = [n for n in names if n not in available]
     if unknown:
-        raise InputError(f"unknown arm {unknown[0]!r}",
-                         fix=f"known arms: {', '.join(available) or '(none)'}", name=unknown[0])
+        missing = arms_dir / f"{unknown[0]}.toml"
+        raise InputError(f"unknown arm {unknown[0]!r}: {missing} is missing",
+                         fix=f"known arms: {', '.join(available) or '(none)'}", name=unknown[0],
+                         file=str(missing))
     return [load_arm(available[n]) for n in names]
 
 

@@ -56,6 +56,8 @@ def _service(spec: SandboxSpec, arm: str) -> dict[str, Any]:
         "ipc": kw["ipc_mode"],
         "x-sandbench-cgroupns": kw["cgroupns"],
         "hostname": kw["hostname"],
+        "logging": {"driver": kw["log_config"].type},
+        "healthcheck": {"disable": True},
         "labels": {k: v for k, v in sorted(kw["labels"].items())
                    if k not in ("sandbench.run", "sandbench.tool_version")},
         "volumes": [{"type": "bind", "source": f"${{SANDBENCH_WORK:?}}/{arm}/{m.target.strip('/')}",
@@ -109,11 +111,13 @@ def env_file(settings: Settings, suite_name: str, work: Path | None) -> str:
 
 def export(settings: Settings, suite_name: str, run_dir: Path | None = None
            ) -> tuple[Path, Path]:
-    target = settings.project_root / "compose" / f"{suite_name}.yml"
-    atomic_write_text(target, render(settings, suite_name))
-    env = settings.bench_root / "compose" / f"{suite_name}.env"
-    work = (run_dir / "work") if run_dir else None
+    """Everything is read and rendered before anything is written."""
     if run_dir is not None and not (run_dir / "run.json").is_file():
         raise SandbenchError(f"{run_dir} is not a run directory")
-    atomic_write_text(env, env_file(settings, suite_name, work))
+    target = settings.project_root / "compose" / f"{suite_name}.yml"
+    env = settings.bench_root / "compose" / f"{suite_name}.env"
+    yml_text = render(settings, suite_name)
+    env_text = env_file(settings, suite_name, (run_dir / "work") if run_dir else None)
+    atomic_write_text(target, yml_text)
+    atomic_write_text(env, env_text)
     return target, env

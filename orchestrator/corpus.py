@@ -104,6 +104,9 @@ def load_lock(path: Path) -> dict[str, CorpusPin]:
     except OSError as err:
         raise InputError(f"{path}: cannot read the corpus lock", why=err.strerror,
                          fix="run from the checkout, or pass --lock", file=str(path)) from err
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: does not parse: not UTF-8 text ({err.reason} at byte "
+                         f"{err.start})", file=str(path)) from err
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

@@ -22,9 +22,11 @@ from orchestrator.fsutil import atomic_write_json, read_json
 
 PROBE_LOOKUP = "example.com"  # RFC 2606 documentation domain: resolvable only with a network
 PROBE_WRITE = "/.sandbench-probe-root-write"
+HELPER_IDLE = "/usr/local/bin/sandbench-exec idle"
+UNCONFINED = {"seccomp=unconfined", "apparmor=unconfined", "label=disable"}
 
-# Mount points the engine itself provides in every container (docker's defaults, its masked
-# and read-only /proc and /sys paths, and docker-init for --init).
+# Mount points the engine itself provides in every container (docker's defaults and its
+# masked and read-only /proc and /sys paths).
 ENGINE_MOUNTS = {"/", "/proc", "/dev", "/dev/pts", "/dev/mqueue", "/dev/shm", "/sys",
                  "/sys/fs/cgroup", "/etc/resolv.conf", "/etc/hostname", "/etc/hosts",
                  "/sbin/docker-init", "/usr/sbin/docker-init", "/dev/console"}
@@ -110,11 +112,20 @@ def check_outside(policy: GuardPolicy, inspect: dict[str, Any]) -> list[GuardRes
                 ok=user == policy.user and user.split(":")[0] not in ("", "0", "root")),
         _result("no_new_privileges", out, "no-new-privileges:true", security,
                 ok=any(s in ("no-new-privileges", "no-new-privileges:true") for s in security)),
+        _result("confinement", out, "no seccomp, apparmor or label opt-out",
+                sorted(s for s in security if s.replace(":", "=") in UNCONFINED) or
+                "no seccomp, apparmor or label opt-out"),
+        _result("log_driver", out, "none", (host.get("LogConfig") or {}).get("Type")),
+        _result("healthcheck", out, ["NONE"], (config.get("Healthcheck") or {}).get("Test")),
         _result("memory_bytes", out, policy.memory_bytes, host.get("Memory")),
         _result("memory_swap_bytes", out, policy.memory_bytes, host.get("MemorySwap")),
         _result("pids_limit", out, policy.pids, host.get("PidsLimit")),
         _result("nano_cpus", out, policy.nano_cpus, host.get("NanoCpus")),
-        _result("init", out, True, host.get("Init")),
+        _result("pid1", out, f"{HELPER_IDLE} as PID 1, no init wrapper",
+                " ".join([*(config.get("Entrypoint") or []), *(config.get("Cmd") or [])])
+                + (" under docker-init" if host.get("Init") else ""),
+                ok=not host.get("Init") and not config.get("Entrypoint")
+                and " ".join(config.get("Cmd") or []) == HELPER_IDLE),
         _result("tmpfs", out, policy.tmpfs, host.get("Tmpfs") or {}),
         _result("mounts", out, declared, mounts),
         _result("docker_socket", out, "not mounted",
@@ -184,6 +195,7 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
         _result("cap_bnd", inside, "0", status.get("CapBnd"), ok=_hex_zero(status.get("CapBnd"))),
         _result("cap_amb", inside, "0", status.get("CapAmb"), ok=_hex_zero(status.get("CapAmb"))),
         _result("no_new_privs", inside, 1, status.get("NoNewPrivs")),
+        _result("seccomp", inside, 2, status.get("Seccomp")),
         _result("mount_list", inside, expected_points, found_points),
         _result("mount_modes", inside, [], wrong_mode),
     ]

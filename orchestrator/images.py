@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,7 +28,7 @@ from orchestrator import log
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, InputError, SandbenchError
 from orchestrator.fsutil import (atomic_write_json, atomic_write_text, canonical_json,
-                                 sha256_bytes, sha256_file)
+                                 read_toml, sha256_bytes, sha256_file)
 from orchestrator.settings import Settings
 
 LOCK_VERSION = 1
@@ -84,12 +83,7 @@ def load_recipe(path: Path) -> Recipe:
                          fix="every folder under images/ is a recipe: add its Dockerfile",
                          file=str(path / "Dockerfile"))
     toml_path = path / "recipe.toml"
-    try:
-        data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"recipe {name!r} has no recipe.toml", file=str(toml_path)) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{toml_path}: does not parse: {exc}", file=str(toml_path)) from exc
+    data = read_toml(toml_path)
     unknown = sorted(set(data) - RECIPE_KEYS)
     _require(not unknown, toml_path, unknown[0] if unknown else "", f"one of {sorted(RECIPE_KEYS)}",
              unknown[0] if unknown else None)
@@ -130,7 +124,9 @@ def load_recipes(images_dir: Path) -> dict[str, Recipe]:
         if name in ordered:
             return
         if name in chain:
-            raise InputError(f"recipe parents form a cycle: {' -> '.join(chain + (name,))}")
+            raise InputError.bad_value(found[chain[-1]].path / "recipe.toml", "parent",
+                                       "a recipe that is not its own ancestor",
+                                       " -> ".join(chain + (name,)))
         recipe = found[name]
         if recipe.parent is not None:
             if recipe.parent not in found:
@@ -177,8 +173,9 @@ class ImageLock:
             raise InputError(f"{path}: does not parse as JSON: {exc}", file=str(path),
                              fix="restore it, or delete it and rebuild the images") from exc
         _require(isinstance(data, dict), path, "(top level)", "an object", type(data).__name__)
-        _require(data.get("version") == LOCK_VERSION, path, "version", str(LOCK_VERSION),
-                 data.get("version"))
+        version = data.get("version")
+        _require(type(version) is int and version == LOCK_VERSION, path, "version",
+                 str(LOCK_VERSION), version)
         images = data.get("images")
         _require(isinstance(images, dict), path, "images", "an object", images)
         for name, entry in images.items():
@@ -473,7 +470,8 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
                                              f"{recipe.artifact}=PATH"))
                 continue
             build_args["ARTIFACT_SHA256"] = (sha256_file(artifact) if artifact else
-                                             entry["build_args"].get("ARTIFACT_SHA256", ""))
+                                             entry.get("build_args", {}).get("ARTIFACT_SHA256",
+                                                                             ""))
         rhash = recipe_hash(recipe, build_args, parent_id)
         reason = _why_build(engine, entry, rhash, parent_changed)
         if reason is None:

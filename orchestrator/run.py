@@ -32,7 +32,7 @@ from typing import Any
 from orchestrator import __version__, arms, cleanup, corpus, images, log, rundir, suite
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
-from orchestrator.fsutil import atomic_write_json, sha256_file
+from orchestrator.fsutil import atomic_write_json, read_json, sha256_file
 from orchestrator.images import ImageLock
 from orchestrator.sandbox import Sandbox, default_user
 from orchestrator.selfcheck import sandbox_spec
@@ -262,8 +262,7 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
         if not (run_dir / "run.json").is_file():
             raise InputError(f"{run_dir}: no run.json: not a run directory to resume",
                              file=str(run_dir))
-        import json
-        previous = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        previous = read_json(run_dir / "run.json")
         run_id = previous["run_id"]
     log.configure(run_dir / "log.jsonl")
     r = _Run(engine, settings, the_plan, run_id, run_dir, pin, pristine,
@@ -365,15 +364,21 @@ def _prepare_work(r: _Run, a: ArmPlan, work: Path) -> corpus.Snapshot:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     corpus.make_arm_copy(r.pristine, work / "corpus", r.pin)
-    before = corpus.snapshot(work / "corpus")
+    before = _portable(corpus.snapshot(work / "corpus"))
     atomic_write_json(before_file, {p: [e.kind, e.mode, e.size, e.digest]
                                     for p, e in before.entries.items()})
     return before
 
 
+def _portable(snap: corpus.Snapshot) -> corpus.Snapshot:
+    """Paths as JSON can hold them: a name that is not UTF-8 (a tool may write one) keeps
+    its undecodable bytes as \\xNN escapes, the same way on every side of a comparison."""
+    return corpus.Snapshot({os.fsencode(p).decode("utf-8", "backslashreplace"): e
+                            for p, e in snap.entries.items()})
+
+
 def _load_snapshot(path: Path) -> corpus.Snapshot:
-    import json
-    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw = read_json(path)
     return corpus.Snapshot({p: corpus.Entry(*v) for p, v in raw.items()})
 
 
@@ -419,8 +424,8 @@ def _run_arm(r: _Run, a: ArmPlan) -> dict[str, Any]:
                            timeout_s=r.plan.suite.timeout_s)
             r.progress(a.name, f"{task_id}/{rep}", rec.outcome)
             _stop_if_lost(r, a, rec)
-    after = corpus.snapshot(work / "corpus")
-    state = corpus.snapshot(work / "state")
+    after = _portable(corpus.snapshot(work / "corpus"))
+    state = _portable(corpus.snapshot(work / "state"))
     changed = corpus.changes(before, after)
     disclosure = {
         "corpus_changes": [{"path": c.path, "status": c.status, "kind": c.kind,

@@ -92,7 +92,10 @@ class SandboxSpec:
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges:true"],
             "privileged": False,
-            "init": True,
+            # The helper itself is PID 1: the kernel shields a namespace's init from every
+            # signal sent inside it, so a tool cannot end the container (docker-init would
+            # exit with its child, and any same-uid tool can kill that child).
+            "init": False,
             "pids_limit": self.limits.pids,
             "mem_limit": self.limits.memory_bytes,
             "memswap_limit": self.limits.memory_bytes,
@@ -100,6 +103,10 @@ class SandboxSpec:
             "ipc_mode": "private",
             "cgroupns": "private",
             "hostname": "sandbox",
+            # No engine-side log of PID 1's output (a tool could write it through /proc),
+            # and no image HEALTHCHECK running code beside the measured commands.
+            "log_config": docker.types.LogConfig(type="none"),
+            "healthcheck": {"test": ["NONE"]},
             "labels": self.labels,
             "mounts": [docker.types.Mount(target=m.target, source=str(m.source), type="bind",
                                           read_only=m.read_only) for m in self.mounts],
@@ -116,8 +123,21 @@ def default_user() -> str:
     return f"{uid}:{gid}" if uid != 0 else "65532:65532"
 
 
-def prepare_writable(path: Path, user: str) -> None:
-    """A host directory the container user may write (chowned when we are root)."""
+def prepare_writable(path: Path, user: str, within: Path) -> None:
+    """A host directory under `within` the container user may write (chowned when we are
+    root). An arm may have planted a symlink there in an earlier attempt of the run, so no
+    component from `within` down is allowed to be one: a chown as root through it would
+    hand a host directory to the container user."""
+    rel = path.relative_to(within)
+    current = within
+    for part in ("", *rel.parts):
+        current = current / part if part else current
+        if current.is_symlink():
+            raise SandbenchError(f"refusing to prepare {path}: {current} is a symbolic link",
+                                 why="a sandboxed tool can write there; sandbench never "
+                                     "follows a link it may have planted",
+                                 fix="start a new run (the arm's work dir is not trustworthy)",
+                                 path=str(current))
     path.mkdir(parents=True, exist_ok=True)
     uid, gid = (int(x) for x in user.split(":"))
     if os.getuid() == 0:

@@ -26,11 +26,11 @@ def sandbox_spec(lock: ImageLock, arm: arms_mod.ArmSpec, run_id: str, work: Path
     """The container an arm gets, with host directories under `work` for its mounts."""
     mounts = []
     for name, target in ARM_MOUNTS:
-        prepare_writable(work / name, user)
+        prepare_writable(work / name, user, within=work)
         mounts.append(Mount(work / name, target, read_only=False))
     home = arm.env.get("HOME", "")
     if home.startswith("/state/"):
-        prepare_writable(work / "state" / home.removeprefix("/state/"), user)
+        prepare_writable(work / "state" / home.removeprefix("/state/"), user, within=work)
     entry = lock.images.get(arm.image, {})
     return SandboxSpec(run_id=run_id, arm=arm.name, image_id=lock.image_id(arm.image),
                        tool_version=entry.get("tool_version", ""), user=user, env=arm.env,

@@ -80,7 +80,7 @@ class ExecRecord:
             if not isinstance(stream, dict) or set(stream) != set(want):
                 raise InputError.bad_value(source, key, f"an object with {sorted(want)}",
                                            stream)
-        if data["outcome"] not in OUTCOMES:
+        if not isinstance(data["outcome"], str) or data["outcome"] not in OUTCOMES:
             raise InputError.bad_value(source, "outcome", f"one of {sorted(OUTCOMES)}",
                                        data["outcome"])
         values = {k: data[k] for k in fields}

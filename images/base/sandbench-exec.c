@@ -1611,7 +1611,7 @@ static int cmd_probe(int argc, char **argv)
 }
 
 /* ------------------------------------------------------------------------------------- */
-/* idle: the container's main process, under docker-init                                  */
+/* idle: the container's PID 1: reaps orphans, handles no signal                         */
 
 static int cmd_idle(int argc, char **argv)
 {
@@ -1624,15 +1624,22 @@ static int cmd_idle(int argc, char **argv)
         helper_error("%s", why);
         return EXIT_NO_RESULT;
     }
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    sigprocmask(SIG_BLOCK, &stop, NULL);
-    int sig;
-    while (sigwait(&stop, &sig) != 0)
-        continue;
-    return 0;
+    /* As the container's PID 1 this process installs no signal handler at all: the kernel
+       then drops every signal sent to it from inside its pid namespace, so a tool running
+       as the same uid can neither kill nor stop it (and with it the container). From
+       outside, the engine's SIGKILL and SIGTERM still end it. SIGCHLD is blocked only to
+       be waited for: every orphan that reparents here is reaped. */
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, NULL);
+    for (;;) {
+        siginfo_t info;
+        if (sigwaitinfo(&chld, &info) < 0 && errno != EINTR)
+            continue;
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            continue;
+    }
 }
 
 /* ------------------------------------------------------------------------------------- */

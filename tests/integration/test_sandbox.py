@@ -26,7 +26,7 @@ def _spec(settings: Settings, image: str, tmp_path: Path, **limits: int) -> Sand
     mounts = []
     for name in ("corpus", "state", "out"):
         from orchestrator.sandbox import prepare_writable
-        prepare_writable(tmp_path / name, user)
+        prepare_writable(tmp_path / name, user, within=tmp_path)
         mounts.append(Mount(tmp_path / name, f"/{name}"))
     return SandboxSpec(run_id=f"test-{tmp_path.name}"[:60], arm=image,
                        image_id=lock.image_id(image), tool_version="test", user=user,

@@ -21,7 +21,8 @@ def test_compose_demo_is_up_to_date() -> None:
 def test_every_isolation_setting_of_a_run_is_in_the_file() -> None:
     text = (REPO / "compose" / "demo.yml").read_text()
     for line in ('network_mode: "none"', "read_only: true", 'cap_drop: ["ALL"]',
-                 'security_opt: ["no-new-privileges:true"]', "privileged: false", "init: true",
-                 f"pids_limit: {Limits().pids}", 'x-sandbench-cgroupns: "private"'):
+                 'security_opt: ["no-new-privileges:true"]', "privileged: false", "init: false",
+                 f"pids_limit: {Limits().pids}", 'x-sandbench-cgroupns: "private"',
+                 'driver: "none"', "disable: true"):
         assert line in text, line
     assert "docker.sock" not in text

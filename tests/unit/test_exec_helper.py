@@ -483,12 +483,16 @@ def test_version(helper: Path) -> None:
     assert out.stdout == f"sandbench-exec {execproto.HELPER_VERSION}\n"
 
 
-def test_idle_exits_zero_on_sigterm(helper: Path) -> None:
+def test_idle_handles_no_signal_and_reaps_orphans(helper: Path) -> None:
+    """Outside a pid namespace SIGTERM keeps its default action (as PID 1 inside one, the
+    kernel drops it instead); SIGCHLD wakes the reaper and nothing else happens."""
     proc = subprocess.Popen([str(helper), "idle"])
     time.sleep(0.2)
+    proc.send_signal(signal.SIGCHLD)
+    time.sleep(0.1)
     assert proc.poll() is None
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=5) == 0
+    assert proc.wait(timeout=5) == -signal.SIGTERM
 
 
 # --------------------------------------------------------------------------------------
