@@ -29,7 +29,7 @@ UNCONFINED = {"seccomp=unconfined", "apparmor=unconfined", "label=disable"}
 # masked and read-only /proc and /sys paths).
 ENGINE_MOUNTS = {"/", "/proc", "/dev", "/dev/pts", "/dev/mqueue", "/dev/shm", "/sys",
                  "/sys/fs/cgroup", "/etc/resolv.conf", "/etc/hostname", "/etc/hosts",
-                 "/sbin/docker-init", "/usr/sbin/docker-init", "/dev/console"}
+                 "/dev/console"}
 ENGINE_MOUNT_PREFIXES = ("/proc/", "/sys/fs/cgroup/", "/sys/firmware", "/sys/devices/virtual/",
                          "/dev/")
 
