@@ -1,0 +1,155 @@
+"""3. Writing where it must not: the root file system, /etc, the pristine corpus, another
+arm's copy, the run's own records; and forging a record: fake frames, a killed or signalled
+helper, a replaced helper, code the image makes the engine run beside the cells."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+
+import pytest
+
+from orchestrator.transcripts import read_record
+from tests.security.conftest import MainRun
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_root_file_system_and_etc_refuse_every_write(main_run: MainRun) -> None:
+    tried = main_run.attempts("h-write", 0)
+    inside = ["/sandbench-hostile", "/etc/passwd", "/etc/sandbench-hostile", "/etc/hosts",
+              "/etc/resolv.conf", "/etc/hostname", "/usr/local/bin/sandbench-exec",
+              "/usr/bin/rg", "/var/tmp/x", "/root/x", "/sys/fs/cgroup/pids/pids.max",
+              "/proc/sys/kernel/hostname", "/proc/sysrq-trigger"]
+    for what in (f"write {path}" for path in inside):
+        assert tried[what][0] in {"EROFS", "EACCES", "ENOENT"}, (what, tried[what])
+    assert tried["mkdir /opt/hostile"][0] == "EROFS"
+    assert tried["remount / rw"][0] != "OK" and "must be superuser" in tried["remount / rw"][1]
+
+
+def test_host_paths_are_not_there_to_write(main_run: MainRun) -> None:
+    tried = main_run.attempts("h-write", 0)
+    host = [k for k in tried if k.startswith("write ") and not k.startswith("write own /")
+            and any(w in k for w in ("pristine", "rg corpus", "record.json", "run.json",
+                                     "image lock"))]
+    assert len(host) == 12, host
+    for what in host:
+        # Not mounted (ENOENT); through /proc/1/root, refused at PID 1's proc entry (EACCES).
+        assert tried[what][0] in {"ENOENT", "EACCES"}, (what, tried[what])
+        if not what.endswith("via /proc/1/root"):
+            assert tried[what][0] == "ENOENT", (what, tried[what])
+
+
+def test_writes_to_its_own_mounts_are_disclosed_and_stay_its_own(main_run: MainRun) -> None:
+    tried = main_run.attempts("h-write", 0)
+    assert tried["modify own /corpus/README.md"][0] == "OK"
+    state = main_run.state("h-write")
+    assert [(c["path"], c["status"]) for c in state["corpus_changes"]] == \
+        [("README.md", "modified")]
+    assert "forged-record.json" in {path for path, _ in state["state_files"]}
+    for arm in ("rg", "rg-late"):
+        assert main_run.state(arm)["corpus_changes"] == []
+    meta = main_run.meta
+    assert meta["corpus"]["pristine_digest_before"] == meta["corpus"]["pristine_digest_after"]
+    # The records on the host are the orchestrator's, not what the tool wrote in /state.
+    for record in (main_run.run_dir / "cells" / "h-write").glob("*/*/record.json"):
+        assert read_record(record).arm == "h-write"
+
+
+def test_forged_frames_stay_tool_output_and_the_record_keeps_the_real_figures(
+        main_run: MainRun) -> None:
+    cell = main_run.cell("h-write", 0)
+    record = main_run.record("h-write", 0)
+    stdout, stderr = (cell / "stdout").read_bytes(), (cell / "stderr").read_bytes()
+    assert stderr.startswith(b"o\0\0\0\0r\0\0\x01") and b'"wall_ns":1,' in stderr
+    assert stderr in stdout  # the same fake frames, verbatim, inside the tool's stdout
+    assert record.outcome == "nonzero-exit" and record.exit["exit_code"] == 7
+    assert 1_000_000 < record.timing["wall_ns"] <= record.timing["host_bracket_ns"]
+    assert record.stdout.bytes_total == len(stdout) and record.stderr.bytes_total == len(stderr)
+    assert record.stdout.sha256 == hashlib.sha256(stdout).hexdigest()
+    assert record.flags == [] and record.helper["protocol_error"] is None
+
+
+def test_a_tool_that_signals_its_helper_is_cut_off_and_recorded(main_run: MainRun) -> None:
+    record = main_run.record("h-write", 1)
+    assert record.outcome in {"signal", "tampered"}
+    assert any("SIGTERM" in e for e in record.helper["errors"]), record.helper
+    assert "survived kill -TERM helper" not in main_run.attempts("h-write", 1)
+
+
+def test_a_tool_that_kills_its_helper_is_marked_tampered(main_run: MainRun) -> None:
+    record = main_run.record("h-write", 2)
+    assert record.outcome == "tampered"
+    assert record.timing["wall_ns"] is None and record.exit["exit_code"] is None
+    assert record.helper["protocol_error"] == "stream ended without a result or probe report"
+    # The next cell still runs in the same sandbox.
+    assert main_run.record("h-write", 3).outcome == "ok"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "GAP: what a tool started survives a helper it killed. With the helper (the subreaper) "
+    "gone, the daemon is reparented to PID 1, the idle helper, which reaps orphans but never "
+    "kills them, and runs on through every later cell of the arm, unswept and unflagged: a "
+    "resident server can answer 'cold' invocations. Fix: "
+    "before each exec (and after any non-ok one) list the container's processes (engine "
+    "`top`, or `sandbench-exec sweep` run as a separate exec that kills every process but "
+    "PID 1 and the idle helper) and flag the cell `stray-processes`."))
+def test_nothing_a_tool_started_outlives_the_helper_it_killed(main_run: MainRun) -> None:
+    if main_run.record("h-write", 3).flags:
+        return  # detected: the cell the daemon lived through is flagged
+    tried = main_run.attempts("h-write", 3)
+    assert tried["daemon heartbeat"][0] == "STILL", tried["daemon heartbeat"]
+    assert tried["daemon process"][0] == "GONE", tried["daemon process"]
+
+
+def test_a_forged_impossible_wall_time_is_flagged(main_run: MainRun) -> None:
+    record = main_run.record("h-helper", 0)
+    assert record.timing["wall_ns"] == 10**15
+    assert "impossible-timing" in record.flags
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "GAP: the timing helper is trusted from the arm's own image. An image that replaces "
+    "/usr/local/bin/sandbench-exec (here a script that runs the real helper for idle and "
+    "probe, so every guard passes) reports any figures it likes; only an impossible wall "
+    "time is flagged. Fix: never run the image's copy: bind-mount the helper read-only "
+    "from a host file whose sha256 is in the lock (built static, so LD_PRELOAD or "
+    "/etc/ld.so.preload in the image cannot reach it either), exec it by that path, and "
+    "add a guard comparing the mounted file's digest. The same copy is PID 1 (`idle`): "
+    "guard pid1 checks only the Cmd string, so the image also decides whether PID 1 is the "
+    "signal-proof, non-dumpable helper."))
+def test_a_replaced_timing_helper_is_refused_or_its_cells_flagged(main_run: MainRun) -> None:
+    if main_run.meta["arms"]["h-helper"].get("refused"):
+        return
+    unflagged = [p for p in (main_run.run_dir / "cells" / "h-helper").glob("*/*/record.json")
+                 if not read_record(p).flags and read_record(p).outcome == "ok"]
+    assert unflagged == []
+
+
+def test_an_images_healthcheck_runs_nothing_in_the_sandbox(main_run: MainRun) -> None:
+    """The arm runs (it is not refused), but the image's health check never does: after six
+    seconds of a one-second interval, no trace of it and no process it would leave."""
+    assert not main_run.meta["arms"]["h-health"].get("refused")
+    tried = main_run.attempts("h-health", 0)
+    assert tried["code run by the image's HEALTHCHECK"][0] == "ABSENT", tried
+    assert ast.literal_eval(tried["foreign processes"][1]) == []
+    assert main_run.record("h-health", 0).outcome == "ok"
+    for path in (main_run.run_dir / "cells" / "h-health").glob("*/*/stdout"):
+        assert b"hostile-healthcheck-resident" not in path.read_bytes(), path
+
+
+def test_the_images_healthcheck_is_switched_off_and_guarded(main_run: MainRun) -> None:
+    """The image does declare one (so the test above is not vacuous); the container is
+    created with NONE, and guard `healthcheck` checked it."""
+    world = main_run.world
+    image_id = main_run.meta["arms"]["h-health"]["image_id"]
+    declared = world.engine.call("inspect", world.engine.api.inspect_image,
+                                 image_id)["Config"]["Healthcheck"]
+    assert declared["Test"] == ["CMD", "/usr/local/bin/hc"] and declared["Interval"] == 10**9
+    folder = main_run.run_dir / "guards" / "h-health"
+    inspect = json.loads((folder / "inspect.json").read_text())
+    assert inspect["Config"]["Healthcheck"]["Test"] == ["NONE"]
+    assert (inspect.get("State") or {}).get("Health") is None
+    verdict = {r["guard"]: r for r in json.loads((folder / "verdict.json").read_text())}
+    assert verdict["healthcheck"]["ok"] and verdict["healthcheck"]["found"] == ["NONE"]
