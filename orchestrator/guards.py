@@ -229,21 +229,25 @@ class Canary:
                 "udp_received": self.udp_received}
 
 
-@contextmanager
-def loopback_canary() -> Iterator[Canary]:
+def bind_loopback_pair() -> tuple[socket.socket, socket.socket]:
+    """A TCP and a UDP socket bound to the same free port on the host's 127.0.0.1."""
     for _ in range(20):
         tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         tcp.bind(("127.0.0.1", 0))
-        port = tcp.getsockname()[1]
         udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
-            udp.bind(("127.0.0.1", port))
-            break
+            udp.bind(("127.0.0.1", tcp.getsockname()[1]))
+            return tcp, udp
         except OSError:
             tcp.close()
             udp.close()
-    else:  # pragma: no cover - twenty collisions in a row
-        raise OSError("could not bind a TCP and UDP port pair on 127.0.0.1")
+    raise OSError("could not bind a TCP and UDP port pair on 127.0.0.1")
+
+
+@contextmanager
+def loopback_canary() -> Iterator[Canary]:
+    tcp, udp = bind_loopback_pair()
+    port = tcp.getsockname()[1]
     tcp.listen(8)
     tcp.settimeout(0.2)
     udp.settimeout(0.2)

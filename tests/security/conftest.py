@@ -29,7 +29,7 @@ from typing import Any
 import docker.errors
 import pytest
 
-from orchestrator import arms, corpus, images, run, suite
+from orchestrator import arms, corpus, guards, images, run, suite
 from orchestrator import engine as eng
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings, load_settings
@@ -65,19 +65,8 @@ class Listener:
     @classmethod
     def open(cls) -> Listener:
         socks: list[tuple[str, socket.socket]] = []
-        for _ in range(20):
-            tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            tcp.bind(("127.0.0.1", 0))
-            port = tcp.getsockname()[1]
-            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            try:
-                udp.bind(("127.0.0.1", port))
-                break
-            except OSError:
-                tcp.close()
-                udp.close()
-        else:  # pragma: no cover
-            raise OSError("no free TCP+UDP port pair on 127.0.0.1")
+        tcp, udp = guards.bind_loopback_pair()
+        port = tcp.getsockname()[1]
         tcp.listen(16)
         socks += [("tcp4", tcp), ("udp4", udp)]
         port6 = None
