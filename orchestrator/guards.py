@@ -9,6 +9,7 @@ from the run directory alone. Fail closed: a guard that cannot be read is a fail
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -70,18 +71,70 @@ class GuardPolicy:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], source: Path) -> GuardPolicy:
-        try:
-            values = dict(data)
-            values["mounts"] = [DeclaredMount(**m) for m in data["mounts"]]
-            return cls(**values)
-        except (KeyError, TypeError) as exc:
-            raise InputError(f"{source}: not a guard policy: {exc}", file=str(source)) from exc
+    def from_json(cls, data: Any, source: Path) -> GuardPolicy:
+        """The stored policy, every field checked: the audit must fail on a bad key, never
+        on a traceback."""
+        _object(source, data, "(top level)")
+        want = {f: t for f, t in POLICY_TYPES.items()}
+        for key in sorted(set(data) - set(want)):
+            raise InputError.bad_value(source, key, f"one of {sorted(want)}", key)
+        for key, kind in want.items():
+            if key not in data:
+                raise InputError.bad_value(source, key, "present", None)
+            if not _is(data[key], kind):
+                raise InputError.bad_value(source, key, kind, data[key])
+        if not re.fullmatch(r"\d+:\d+", data["user"]):
+            raise InputError.bad_value(source, "user", "uid:gid", data["user"])
+        mounts = []
+        member_types = {"source": str, "target": str, "read_only": bool}
+        for i, m in enumerate(data["mounts"]):
+            _object(source, m, f"mounts[{i}]")
+            for key in sorted(set(m) - set(member_types)):
+                raise _bad_member(source, i, key, f"one of {sorted(member_types)}", key)
+            for key, kind in member_types.items():
+                if not isinstance(m.get(key), kind):
+                    raise _bad_member(source, i, key, kind.__name__, m.get(key))
+            mounts.append(DeclaredMount(**m))
+        return cls(**{**data, "mounts": mounts})
 
     @property
     def uid_gid(self) -> tuple[int, int]:
         uid, gid = self.user.split(":")
         return int(uid), int(gid)
+
+
+POLICY_TYPES = {"run_id": "str", "arm": "str", "image_id": "str", "user": "str",
+                "env": "list[str]", "mounts": "list", "tmpfs": "dict[str, str]",
+                "memory_bytes": "int", "pids": "int", "nano_cpus": "int",
+                "labels": "dict[str, str]"}
+
+
+def _is(value: Any, kind: str) -> bool:
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "list":
+        return isinstance(value, list)
+    if kind == "list[str]":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                           for k, v in value.items())
+
+
+def _bad_member(source: Path, index: int, key: str, expected: str, found: Any) -> InputError:
+    """A bad field of one declared mount, named with the mount's index."""
+    return InputError(f"{source}: mounts[{index}].{key}: expected {expected}, found {found!r}",
+                      file=str(source), key=key, expected=expected, found=found)
+
+
+def _object(source: Path, value: Any, key: str, members: tuple[str, ...] = ()) -> None:
+    """A snapshot (or part of one) must be a JSON object, as must each named member."""
+    if not isinstance(value, dict):
+        raise InputError.bad_value(source, key, "an object", value)
+    for member in members:
+        if member in value and value[member] is not None and not isinstance(value[member], dict):
+            raise InputError.bad_value(source, member, "an object", value[member])
 
 
 def _result(guard: str, side: str, expected: Any, found: Any, ok: bool | None = None
@@ -317,10 +370,14 @@ def audit(run_dir: Path) -> list[AuditedArm]:
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         policy = GuardPolicy.from_json(read_json(folder / "policy.json"), folder / "policy.json")
         inspect = read_json(folder / "inspect.json")
+        _object(folder / "inspect.json", inspect, "(top level)",
+                ("HostConfig", "Config", "NetworkSettings"))
         results = check_outside(policy, inspect)
         probed = (folder / "probe.json").exists()
         if probed:
-            results += check_inside(policy, read_json(folder / "probe.json"))
+            probe = read_json(folder / "probe.json")
+            _object(folder / "probe.json", probe, "(top level)", ("facts", "canary"))
+            results += check_inside(policy, probe)
         stored = read_json(folder / "verdict.json")
         recomputed = json.loads(json.dumps([asdict(r) for r in results]))
         audited.append(AuditedArm(folder.name, folder, results, recomputed == stored, probed))
