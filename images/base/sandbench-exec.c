@@ -1374,6 +1374,21 @@ static void probe_lookup(struct buf *b, const char *name)
 }
 
 /* {host, port, ok, errno, error} for a network attempt; err == 0 means it worked. */
+
+/* The errno and error members of a probe fact: null when the step succeeded. */
+static void json_kerrno(struct buf *b, const char *step, int err)
+{
+    if (err == 0) {
+        json_knull(b, "errno");
+        json_knull(b, "error");
+        return;
+    }
+    char why[200];
+    format_errno(why, sizeof why, step, err);
+    json_kint(b, "errno", err);
+    json_kstr(b, "error", why);
+}
+
 static void probe_net_result(struct buf *b, const char *key, const struct probe_opts *o,
                              const char *step, int err)
 {
@@ -1382,15 +1397,7 @@ static void probe_net_result(struct buf *b, const char *key, const struct probe_
     json_kstr(b, "host", o->host);
     json_kuint(b, "port", ntohs(o->addr.sin_port));
     json_kbool(b, "ok", err == 0);
-    if (err == 0) {
-        json_knull(b, "errno");
-        json_knull(b, "error");
-    } else {
-        char why[200];
-        format_errno(why, sizeof why, step, err);
-        json_kint(b, "errno", err);
-        json_kstr(b, "error", why);
-    }
+    json_kerrno(b, step, err);
     buf_add(b, "}", 1);
 }
 
@@ -1495,15 +1502,7 @@ static void probe_write(struct buf *b, const char *path)
     buf_add(b, "{", 1);
     json_kstr(b, "path", path);
     json_kbool(b, "ok", ok);
-    if (err == 0) {
-        json_knull(b, "errno");
-        json_knull(b, "error");
-    } else {
-        char why[200];
-        format_errno(why, sizeof why, step, err);
-        json_kint(b, "errno", err);
-        json_kstr(b, "error", why);
-    }
+    json_kerrno(b, step, err);
     buf_add(b, "}", 1);
 }
 

@@ -19,7 +19,6 @@ import difflib
 import json
 import math
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
@@ -314,17 +313,13 @@ def _plots(scores: Mapping[str, Any]) -> tuple[str, str]:
 
 def _task(scores: Mapping[str, Any], task_id: str) -> str:
     task = scores["tasks"][task_id]
-    inputs = "; ".join(f"{k}: \"{' '.join(v.split())}\"" for k, v in task["input"].items())
-    truth = "; ".join(f"{k}: {', '.join(v) if isinstance(v, list) else v or 'none'}"
-                      for k, v in task["truth"].items())
-    cells = [c for c in scores["cells"] if c["task"] == task_id]
+    summary, cells, commands = tables.task_summary(scores, task_id)
     verdicts = ", ".join(f"{c['arm']} {c['verdict'].replace('_', ' ')}" for c in cells)
-    commands = [f"{c['arm']}: {shlex.join(c['argv'])}" for c in cells if c["argv"]]
     return "\n".join(p for p in [
         f'<details id="task-{_e(_slug(task_id))}">',
         (f"<summary><strong>{_e(task_id)}</strong> ({_e(task['kind'])}, "
          f"{_e(task['language'])}): {_e(verdicts)}</summary>"),
-        _p(f"Input: {inputs}. Truth: {truth}."),
+        _p(summary),
         html_table(tables.task_cells(scores, task_id)),
         _p("Commands, exactly as each arm ran them (REP 0):") if commands else "",
         _pre("\n".join(commands)) if commands else "",

@@ -5,7 +5,6 @@ and nothing in it depends on when or where it is rendered."""
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -56,11 +55,7 @@ def _section(title: str, *parts: str) -> str:
 
 def _task_section(scores: Mapping[str, Any], task_id: str) -> str:
     task = scores["tasks"][task_id]
-    inputs = "; ".join(f"{k}: \"{' '.join(v.split())}\"" for k, v in task["input"].items())
-    truth = "; ".join(f"{k}: {', '.join(v) if isinstance(v, list) else v or 'none'}"
-                      for k, v in task["truth"].items())
-    cells = [c for c in scores["cells"] if c["task"] == task_id]
-    commands = [f"{c['arm']}: {shlex.join(c['argv'])}" for c in cells if c["argv"]]
+    summary, cells, commands = tables.task_summary(scores, task_id)
     notes = []
     for c in cells:
         grade = c["grade"] or {}
@@ -80,7 +75,7 @@ def _task_section(scores: Mapping[str, Any], task_id: str) -> str:
         notes += [f"- {c['arm']}: {n}" for n in extra]
     return "\n\n".join(p for p in [
         f"### {task_id} ({task['kind']}, {task['language']})",
-        f"Input: {inputs}. Truth: {truth}.",
+        summary,
         md_table(tables.task_cells(scores, task_id)),
         "Commands, exactly as each arm ran them (REP 0):" if commands else "",
         fenced("\n".join(commands)) if commands else "",

@@ -4,6 +4,7 @@ show the same figures with the same fixed decimals."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -170,6 +171,19 @@ def setup(scores: Mapping[str, Any]) -> Table:
                      "n/a" if index is None else index["outcome"], integer(s["on_disk_bytes"]),
                      integer(s["image_size_bytes"]), _break_even(s["break_even"])])
     return columns, rows
+
+
+def task_summary(scores: Mapping[str, Any], task_id: str
+                 ) -> tuple[str, list[dict[str, Any]], list[str]]:
+    """One task's "Input: ... Truth: ..." line, its cells, and the exact command each arm
+    ran (REP 0): shared by the Markdown and the HTML document."""
+    task = scores["tasks"][task_id]
+    inputs = "; ".join(f"{k}: \"{' '.join(v.split())}\"" for k, v in task["input"].items())
+    truth = "; ".join(f"{k}: {', '.join(v) if isinstance(v, list) else v or 'none'}"
+                      for k, v in task["truth"].items())
+    cells = [c for c in scores["cells"] if c["task"] == task_id]
+    commands = [f"{c['arm']}: {shlex.join(c['argv'])}" for c in cells if c["argv"]]
+    return f"Input: {inputs}. Truth: {truth}.", cells, commands
 
 
 def task_cells(scores: Mapping[str, Any], task: str) -> Table:
