@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from orchestrator import arms, images, log
+from orchestrator import arms, images, log, workfs
 from orchestrator.engine import Engine
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.sandbox import Sandbox, default_user
@@ -65,53 +65,56 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(dir=settings.bench_root, prefix="bench-") as tmp:
         work = Path(tmp)
-        spec = sandbox_spec(lock, arm, "bench-sandbox", work / "rg", default_user())
-        synth_corpus(work / "rg" / "corpus", args.files)
-        with Sandbox(engine, spec) as box:
-            box.verify(work / "guards")
-            overhead, brackets = [], []
-            for i in range(args.execs):
-                rec = box.exec(["true"], work / "cells" / f"true-{i}")
-                overhead.append(rec.timing["host_bracket_ns"] - rec.timing["wall_ns"])
-                brackets.append(rec.timing["host_bracket_ns"])
-            runs = []
-            for _ in range(args.execs):
-                began = time.monotonic_ns()
-                engine.client.containers.run(spec.image_id, ["true"], network_mode="none",
-                                             remove=True, user=spec.user, read_only=True,
-                                             cap_drop=["ALL"], entrypoint=[])
-                runs.append(time.monotonic_ns() - began)
-            figures["exec_overhead_median_ms"] = ms(statistics.median(overhead))
-            figures["exec_bracket_median_ms"] = ms(statistics.median(brackets))
-            figures["docker_run_median_ms"] = ms(statistics.median(runs))
-            figures["execs"] = args.execs
-
-            host_rg = shutil.which("rg")
-            if host_rg:
-                argv = ["rg", "-n", "-w", "-c", "ledger", "."]
-                box.exec(argv, work / "cells" / "rg-cold")  # page cache warm on both sides
-                subprocess.run(argv, cwd=work / "rg" / "corpus", capture_output=True)
-                inside, host = [], []
-                for i in range(args.reps):
-                    rec = box.exec(argv, work / "cells" / f"rg-{i}")
-                    inside.append(rec.timing["wall_ns"])
+        sizes = workfs.sizes(arm.limits, 0)
+        with workfs.mounted(work / "rg", sizes, fresh=True):
+            spec = sandbox_spec(lock, arm, "bench-sandbox", work / "rg", default_user(), sizes)
+            synth_corpus(work / "rg" / "corpus", args.files)
+            with Sandbox(engine, spec) as box:
+                box.verify(work / "guards")
+                overhead, brackets = [], []
+                for i in range(args.execs):
+                    rec = box.exec(["true"], work / "cells" / f"true-{i}")
+                    overhead.append(rec.timing["host_bracket_ns"] - rec.timing["wall_ns"])
+                    brackets.append(rec.timing["host_bracket_ns"])
+                runs = []
+                for _ in range(args.execs):
                     began = time.monotonic_ns()
-                    subprocess.run(argv, cwd=work / "rg" / "corpus", capture_output=True,
-                                   check=False)
-                    host.append(time.monotonic_ns() - began)
-                med_in, med_host = statistics.median(inside), statistics.median(host)
-                allowed = max(2e6, 0.10 * med_host)
-                figures.update({
-                    "rg_files": args.files, "rg_reps": args.reps,
-                    "rg_inside_median_ms": ms(med_in), "rg_host_median_ms": ms(med_host),
-                    "rg_difference_ms": ms(med_in - med_host),
-                    "rg_allowed_ms": ms(allowed),
-                    "rg_within_bound": abs(med_in - med_host) <= allowed,
-                    "rg_host_version": subprocess.run([host_rg, "--version"], text=True,
-                                                      capture_output=True).stdout.split("\n")[0],
-                    "rg_image_version": lock.images["rg"].get("tool_version")})
-            else:
-                figures["rg_skipped"] = "no rg on the host (apt-get install ripgrep)"
+                    engine.client.containers.run(spec.image_id, ["true"], network_mode="none",
+                                                 remove=True, user=spec.user, read_only=True,
+                                                 cap_drop=["ALL"], entrypoint=[])
+                    runs.append(time.monotonic_ns() - began)
+                figures["exec_overhead_median_ms"] = ms(statistics.median(overhead))
+                figures["exec_bracket_median_ms"] = ms(statistics.median(brackets))
+                figures["docker_run_median_ms"] = ms(statistics.median(runs))
+                figures["execs"] = args.execs
+
+                host_rg = shutil.which("rg")
+                if host_rg:
+                    argv = ["rg", "-n", "-w", "-c", "ledger", "."]
+                    box.exec(argv, work / "cells" / "rg-cold")  # page cache warm on both sides
+                    subprocess.run(argv, cwd=work / "rg" / "corpus", capture_output=True)
+                    inside, host = [], []
+                    for i in range(args.reps):
+                        rec = box.exec(argv, work / "cells" / f"rg-{i}")
+                        inside.append(rec.timing["wall_ns"])
+                        began = time.monotonic_ns()
+                        subprocess.run(argv, cwd=work / "rg" / "corpus", capture_output=True,
+                                       check=False)
+                        host.append(time.monotonic_ns() - began)
+                    med_in, med_host = statistics.median(inside), statistics.median(host)
+                    allowed = max(2e6, 0.10 * med_host)
+                    figures.update({
+                        "rg_files": args.files, "rg_reps": args.reps,
+                        "rg_inside_median_ms": ms(med_in), "rg_host_median_ms": ms(med_host),
+                        "rg_difference_ms": ms(med_in - med_host),
+                        "rg_allowed_ms": ms(allowed),
+                        "rg_within_bound": abs(med_in - med_host) <= allowed,
+                        "rg_host_version": subprocess.run(
+                            [host_rg, "--version"], text=True,
+                            capture_output=True).stdout.split("\n")[0],
+                        "rg_image_version": lock.images["rg"].get("tool_version")})
+                else:
+                    figures["rg_skipped"] = "no rg on the host (apt-get install ripgrep)"
 
     noop = []
     for _ in range(5):

@@ -5,6 +5,7 @@ entry quoting the tool's own documentation."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,11 @@ from orchestrator.sandbox import GIB, MIB, Limits
 
 ARM_KEYS = {"description", "image", "env", "limits", "parser", "setup", "tasks",
             "not_attempted"}
-LIMIT_KEYS = {"memory_mib", "pids", "cpus", "tmp_mib"}
+LIMIT_KEYS = {"memory_mib", "pids", "cpus", "tmp_mib", "state_mib", "out_mib",
+              "corpus_margin_mib"}
+# Limits given in MiB, and the Limits field each sets (in bytes).
+MIB_LIMITS = {"memory_mib": "memory_bytes", "tmp_mib": "tmp_bytes", "state_mib": "state_bytes",
+              "out_mib": "out_bytes", "corpus_margin_mib": "corpus_margin_bytes"}
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 KINDS = ("locate", "references", "impact", "e2e-retrieval")
 # The placeholders each kind's argv may use; {ext} and {lang} come from the task's language.
@@ -59,8 +64,7 @@ class ArmSpec:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "image": self.image, "description": self.description,
                 "env": self.env, "parser": self.parser,
-                "limits": {"memory_bytes": self.limits.memory_bytes, "pids": self.limits.pids,
-                           "cpus": self.limits.cpus, "tmp_bytes": self.limits.tmp_bytes},
+                "limits": dataclasses.asdict(self.limits),
                 "setup": None if self.setup is None else {"argv": list(self.setup.argv),
                                                           "timeout_s": self.setup.timeout_s},
                 "tasks": {k: list(v) for k, v in self.tasks.items()},
@@ -166,15 +170,16 @@ def _limits(path: Path, table: Any) -> Limits:
     if unknown := sorted(set(table) - LIMIT_KEYS):
         raise _bad(path, f"limits.{unknown[0]}", f"one of {sorted(LIMIT_KEYS)}", unknown[0])
     defaults = Limits()
-    values = {"memory_mib": defaults.memory_bytes // MIB, "pids": defaults.pids,
-              "cpus": defaults.cpus, "tmp_mib": defaults.tmp_bytes // MIB, **table}
-    for key in ("memory_mib", "pids", "tmp_mib"):
+    values = {"pids": defaults.pids, "cpus": defaults.cpus,
+              **{key: getattr(defaults, field) // MIB for key, field in MIB_LIMITS.items()},
+              **table}
+    for key in ("pids", *MIB_LIMITS):
         if not isinstance(values[key], int) or isinstance(values[key], bool) or values[key] <= 0:
             raise _bad(path, f"limits.{key}", "a positive integer", values[key])
     if not isinstance(values["cpus"], int | float) or values["cpus"] <= 0:
         raise _bad(path, "limits.cpus", "a positive number", values["cpus"])
-    return Limits(memory_bytes=values["memory_mib"] * MIB, pids=values["pids"],
-                  cpus=float(values["cpus"]), tmp_bytes=values["tmp_mib"] * MIB)
+    return Limits(pids=values["pids"], cpus=float(values["cpus"]),
+                  **{field: values[key] * MIB for key, field in MIB_LIMITS.items()})
 
 
 def load_arms(arms_dir: Path, names: list[str] | None = None) -> list[ArmSpec]:

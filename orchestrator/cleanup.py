@@ -1,19 +1,22 @@
-"""Find and remove what sandbench left in the engine, by label and then by id only:
-containers carrying `sandbench.managed`, and build-stage or temporary images."""
+"""Find and remove what sandbench left behind, by label and then by id only: containers
+carrying `sandbench.managed`, build-stage or temporary images, and the arms' file systems
+that an interrupted run left mounted under the runs directory."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import docker.errors
 
 from orchestrator import engine as eng
+from orchestrator import workfs
 from orchestrator.engine import Engine
 
 
 @dataclass(frozen=True)
 class Leftover:
-    kind: str  # container | image
+    kind: str  # container | image | mount
     id: str
     name: str
     detail: str
@@ -39,11 +42,19 @@ def find(engine: Engine, run_id: str | None = None) -> list[Leftover]:
     return found
 
 
+def find_mounts(runs_dir: Path) -> list[Leftover]:
+    """Arm file systems still mounted under `runs_dir` (a run killed mid-arm leaves them)."""
+    return [Leftover("mount", str(point), point.parent.name, "an arm's file system")
+            for point in workfs.leftover_mounts(runs_dir)]
+
+
 def remove(engine: Engine, leftovers: list[Leftover]) -> list[Leftover]:
     removed = []
     for item in leftovers:
         try:
-            if item.kind == "container":
+            if item.kind == "mount":
+                workfs.unmount(Path(item.id))
+            elif item.kind == "container":
                 engine.call("remove container", engine.api.remove_container, item.id,
                             force=True, v=True)
             else:

@@ -698,23 +698,29 @@ def make_arm_copy(pristine_dir: Path, dest: Path, pin: CorpusPin) -> Path:
 
     A byte copy (never a clone with alternates, a worktree or hard links), so the arm owns its
     object store outright; the index is refreshed so that the arm's first git call does not
-    rewrite it; the copy is renamed into place only once it is a clean, detached, remote-free
-    checkout of the pin.
+    rewrite it. `dest` is new, or an empty directory (the mount point of the arm's own file
+    system); a copy that cannot be verified is removed again, so `dest` holds a clean,
+    detached, remote-free checkout of the pin or nothing.
     """
     dest = Path(dest)
-    if dest.exists() or dest.is_symlink():
+    existed = dest.is_dir() and not dest.is_symlink()
+    if dest.is_symlink() or dest.exists() and (not existed or any(dest.iterdir())):
         raise SandbenchError(f"arm copy destination {dest} already exists",
                              fix="give each arm a fresh directory", path=str(dest))
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.copy-"))
+    dest.mkdir(parents=True, exist_ok=True)
     try:
-        shutil.copytree(pristine_dir, work, symlinks=True, dirs_exist_ok=True)
+        shutil.copytree(pristine_dir, dest, symlinks=True, dirs_exist_ok=True)
         with _git() as git:
-            git.run("update-index", "-q", "--refresh", cwd=work, check=False)
-            _verify_copy(git, work, pin, shown=dest)
-        os.rename(work, dest)
+            git.run("update-index", "-q", "--refresh", cwd=dest, check=False)
+            _verify_copy(git, dest, pin, shown=dest)
     except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
+        for child in list(dest.iterdir()) if dest.is_dir() else []:
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
+        if not existed:
+            dest.rmdir()
         raise
     _log.info("corpus.arm_copy", corpus=pin.id, path=str(dest))
     return dest

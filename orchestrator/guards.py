@@ -49,6 +49,7 @@ class DeclaredMount:
     source: str
     target: str
     read_only: bool
+    size_bytes: int | None = None  # absent in runs recorded before mounts were bounded
 
 
 @dataclass(frozen=True)
@@ -89,11 +90,14 @@ class GuardPolicy:
         member_types = {"source": str, "target": str, "read_only": bool}
         for i, m in enumerate(data["mounts"]):
             _object(source, m, f"mounts[{i}]")
-            for key in sorted(set(m) - set(member_types)):
+            for key in sorted(set(m) - {*member_types, "size_bytes"}):
                 raise _bad_member(source, i, key, f"one of {sorted(member_types)}", key)
             for key, kind in member_types.items():
                 if not isinstance(m.get(key), kind):
                     raise _bad_member(source, i, key, kind.__name__, m.get(key))
+            size = m.get("size_bytes")
+            if size is not None and (not _is(size, "int") or size <= 0):
+                raise _bad_member(source, i, "size_bytes", "a positive int or null", size)
             mounts.append(DeclaredMount(**m))
         return cls(**{**data, "mounts": mounts})
 
@@ -227,6 +231,8 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
                           or p in policy.tmpfs)
     wrong_mode = sorted(t for t, m in declared.items() if t in by_point and
                         ("ro" in str(by_point[t].get("options")).split(",")) != m.read_only)
+    bounds = {t: m.size_bytes for t, m in declared.items() if m.size_bytes is not None}
+    sizes = {t: (by_point.get(t) or {}).get("size_bytes") for t in bounds}
     return [
         _result("interfaces", inside, ["lo"], facts.get("interfaces")),
         _result("routes", inside, "only via lo", off_lo or "only via lo"),
@@ -251,6 +257,9 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
         _result("seccomp", inside, 2, status.get("Seccomp")),
         _result("mount_list", inside, expected_points, found_points),
         _result("mount_modes", inside, [], wrong_mode),
+        _result("mount_sizes", inside, {t: f"<= {b}" for t, b in sorted(bounds.items())},
+                dict(sorted(sizes.items())),
+                ok=all(_is(sizes[t], "int") and 0 < sizes[t] <= b for t, b in bounds.items())),
     ]
 
 

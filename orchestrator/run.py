@@ -8,7 +8,9 @@ Layout of a run directory (everything later stages read; nothing else is needed)
     cells/ARM/_setup/                the index build's transcript (when the arm has one)
     cells/ARM/TASK/REP/              stdout, stderr, record.json (REP 0 = cold, 1..N warm)
     arms/ARM/state.json              what the arm wrote: corpus-copy changes, state files
-    work/ARM/{corpus,state,out}      the arm's private mounts
+    work/ARM/{corpus,state,out}.ext4 the arm's private, size-bounded file systems, mounted at
+                                     work/ARM/{corpus,state,out} only while the arm runs
+    pin-lines.json                   line counts at the pin, read from an arm's copy (reach)
     log.jsonl                        structured log
 
 A cell counts as done only when its record.json exists, so a resume runs exactly the cells
@@ -29,11 +31,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator import __version__, arms, cleanup, corpus, images, log, rundir, suite
+from orchestrator import __version__, arms, cleanup, corpus, images, log, rundir, suite, workfs
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
-from orchestrator.fsutil import atomic_write_json, read_json, sha256_file
+from orchestrator.fsutil import atomic_write_json, atomic_write_text, read_json, sha256_file
 from orchestrator.images import ImageLock
+from orchestrator.score import reach
 from orchestrator.sandbox import Sandbox, default_user
 from orchestrator.selfcheck import sandbox_spec
 from orchestrator.settings import Settings
@@ -132,6 +135,7 @@ class _Run:
     pin: corpus.CorpusPin
     pristine: Path
     progress: Progress
+    corpus_bytes: int  # what a copy of the pristine corpus takes on an arm's file system
     stop: threading.Event = field(default_factory=threading.Event)
 
 
@@ -254,6 +258,7 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
     corpus.verify_pristine(pin, settings)
     pristine = corpus.corpus_dir(settings, pin.id)
     suite.check_truth_at_pin(the_suite, pristine)
+    workfs.require_root(settings.runs_dir)
 
     if resume is None:
         run_id, run_dir = rundir.create(settings.runs_dir, f"run-{the_suite.name}")
@@ -266,7 +271,7 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
         run_id = previous["run_id"]
     log.configure(run_dir / "log.jsonl")
     r = _Run(engine, settings, the_plan, run_id, run_dir, pin, pristine,
-             progress or (lambda *_: None))
+             progress or (lambda *_: None), workfs.tree_bytes(pristine))
     if resume is None:
         data = _new_run_json(r)
     else:
@@ -353,20 +358,26 @@ def _fresh(cell: Path) -> Path:
     return cell
 
 
-def _prepare_work(r: _Run, a: ArmPlan, work: Path) -> corpus.Snapshot:
-    """The arm's private corpus copy and empty state and output dirs, made anew unless the
-    arm's set-up already finished in an earlier attempt of this run."""
-    before_file = r.run_dir / "arms" / a.name / "corpus-before.json"
-    setup_done = _done(r.run_dir / "cells" / a.name / SETUP_CELL)
-    if setup_done and before_file.is_file() and (work / "corpus").is_dir():
-        return _load_snapshot(before_file)
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
+def _resumable_work(r: _Run, a: ArmPlan, work: Path) -> bool:
+    """Whether the arm's file systems from an earlier attempt of this run are kept: only
+    once its set-up finished (an index build is not repeated); otherwise they are made anew."""
+    return (_done(r.run_dir / "cells" / a.name / SETUP_CELL)
+            and _corpus_before(r, a).is_file() and workfs.image_path(work, "corpus").is_file())
+
+
+def _corpus_before(r: _Run, a: ArmPlan) -> Path:
+    return r.run_dir / "arms" / a.name / "corpus-before.json"
+
+
+def _prepare_work(r: _Run, a: ArmPlan, work: Path, kept: bool) -> corpus.Snapshot:
+    """The arm's private corpus copy on its freshly mounted file system, or the copy it
+    already had when its file systems were kept."""
+    if kept:
+        return _load_snapshot(_corpus_before(r, a))
     corpus.make_arm_copy(r.pristine, work / "corpus", r.pin)
     before = _portable(corpus.snapshot(work / "corpus"))
-    atomic_write_json(before_file, {p: [e.kind, e.mode, e.size, e.digest]
-                                    for p, e in before.entries.items()})
+    atomic_write_json(_corpus_before(r, a), {p: [e.kind, e.mode, e.size, e.digest]
+                                             for p, e in before.entries.items()})
     return before
 
 
@@ -392,14 +403,27 @@ def _stop_if_lost(r: _Run, a: ArmPlan, rec: ExecRecord) -> None:
 
 
 def _run_arm(r: _Run, a: ArmPlan) -> dict[str, Any]:
-    """One arm: copy, sandbox, guards, set-up, then every cell; returns its summary."""
+    """One arm: its file systems, copy, sandbox, guards, set-up, then every cell; returns
+    its summary. The file systems are unmounted on the way out, whatever happened."""
     work = r.run_dir / "work" / a.name
-    before = _prepare_work(r, a, work)
+    kept = _resumable_work(r, a, work)
+    sizes = workfs.sizes(a.spec.limits, r.corpus_bytes)
+    with workfs.mounted(work, sizes, fresh=not kept):
+        before = _prepare_work(r, a, work, kept)
+        summary = _run_cells(r, a, work, sizes)
+        if summary.get("refused"):
+            return summary
+        summary["state_bytes"] = _disclose_state(r, a, work, before)
+        _save_pin_lines(r, a)
+    return summary
+
+
+def _run_cells(r: _Run, a: ArmPlan, work: Path, sizes: dict[str, int]) -> dict[str, Any]:
+    """The arm's sandbox: guards, then set-up and every cell not yet recorded."""
     lock = ImageLock.load(r.settings.images_lock)
-    spec = sandbox_spec(lock, a.spec, r.run_id, work, default_user())
+    spec = sandbox_spec(lock, a.spec, r.run_id, work, default_user(), sizes)
     cells = r.run_dir / "cells" / a.name
     tasks = {t.id: t for t in r.plan.suite.tasks}
-    summary: dict[str, Any] = {}
     with Sandbox(r.engine, spec) as box:
         try:
             box.verify(r.run_dir / "guards" / a.name)
@@ -424,6 +448,12 @@ def _run_arm(r: _Run, a: ArmPlan) -> dict[str, Any]:
                            timeout_s=r.plan.suite.timeout_s)
             r.progress(a.name, f"{task_id}/{rep}", rec.outcome)
             _stop_if_lost(r, a, rec)
+    return {}
+
+
+def _disclose_state(r: _Run, a: ArmPlan, work: Path, before: corpus.Snapshot) -> int:
+    """arms/ARM/state.json: what the arm changed in its corpus copy and wrote to its state
+    dir; returns the bytes it added."""
     after = _portable(corpus.snapshot(work / "corpus"))
     state = _portable(corpus.snapshot(work / "state"))
     changed = corpus.changes(before, after)
@@ -436,5 +466,15 @@ def _run_arm(r: _Run, a: ArmPlan) -> dict[str, Any]:
         "corpus_added_bytes": sum(max(c.size_after - c.size_before, 0) for c in changed),
     }
     atomic_write_json(r.run_dir / "arms" / a.name / "state.json", disclosure)
-    summary["state_bytes"] = disclosure["state_bytes"] + disclosure["corpus_added_bytes"]
-    return summary
+    return disclosure["state_bytes"] + disclosure["corpus_added_bytes"]
+
+
+def _save_pin_lines(r: _Run, a: ArmPlan) -> None:
+    """The line index reach is scored against, read (and verified object by object) from the
+    arm's copy while it is still mounted: the scorer never mounts the file systems."""
+    path = r.run_dir / reach.PIN_LINES
+    if path.is_file():
+        return
+    index = reach.load_index(r.run_dir, [a.name], r.pin.sha)
+    if index.source == f"work/{a.name}/corpus":  # else unverifiable, and the scorer says so
+        atomic_write_text(path, reach.pin_lines_text(index))

@@ -43,6 +43,11 @@ class Limits:
     pids: int = 512
     cpus: float = 2.0
     tmp_bytes: int = 512 * MIB
+    # The writable mounts' own file systems (orchestrator/workfs.py); sparse, so a generous
+    # bound costs nothing until a tool writes.
+    state_bytes: int = 4 * GIB
+    out_bytes: int = 1 * GIB
+    corpus_margin_bytes: int = 1 * GIB
 
     @property
     def nano_cpus(self) -> int:
@@ -54,6 +59,7 @@ class Mount:
     source: Path
     target: str
     read_only: bool = False
+    size_bytes: int | None = None  # the bound of the file system behind a writable mount
 
 
 @dataclass(frozen=True)
@@ -187,7 +193,7 @@ class Sandbox:
         self.policy = guards.GuardPolicy(
             run_id=self.spec.run_id, arm=self.spec.arm, image_id=image["Id"],
             user=self.spec.user, env=_merge_env(image_env, self.spec.env),
-            mounts=[guards.DeclaredMount(str(m.source), m.target, m.read_only)
+            mounts=[guards.DeclaredMount(str(m.source), m.target, m.read_only, m.size_bytes)
                     for m in self.spec.mounts],
             tmpfs=self.spec.tmpfs, memory_bytes=self.spec.limits.memory_bytes,
             pids=self.spec.limits.pids, nano_cpus=self.spec.limits.nano_cpus,

@@ -3,11 +3,13 @@ guard from outside and inside, optionally run one command, and remove the contai
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import arms as arms_mod
-from orchestrator import guards, images, log, rundir
+from orchestrator import guards, images, log, rundir, workfs
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.images import ImageLock
@@ -22,12 +24,13 @@ logger = log.get(__name__)
 
 
 def sandbox_spec(lock: ImageLock, arm: arms_mod.ArmSpec, run_id: str, work: Path,
-                 user: str) -> SandboxSpec:
-    """The container an arm gets, with host directories under `work` for its mounts."""
+                 user: str, sizes: Mapping[str, int]) -> SandboxSpec:
+    """The container an arm gets, its mounts the file systems mounted under `work`
+    (workfs.mounted), each bounded by `sizes`."""
     mounts = []
     for name, target in ARM_MOUNTS:
         prepare_writable(work / name, user, within=work)
-        mounts.append(Mount(work / name, target, read_only=False))
+        mounts.append(Mount(work / name, target, read_only=False, size_bytes=sizes[name]))
     home = arm.env.get("HOME", "")
     if home.startswith("/state/"):
         prepare_writable(work / "state" / home.removeprefix("/state/"), user, within=work)
@@ -35,6 +38,17 @@ def sandbox_spec(lock: ImageLock, arm: arms_mod.ArmSpec, run_id: str, work: Path
     return SandboxSpec(run_id=run_id, arm=arm.name, image_id=lock.image_id(arm.image),
                        tool_version=entry.get("tool_version", ""), user=user, env=arm.env,
                        mounts=tuple(mounts), limits=arm.limits, workdir="/corpus")
+
+
+@contextmanager
+def _bare_sandbox(engine: Engine, lock: ImageLock, arm: arms_mod.ArmSpec, run_id: str,
+                  run_dir: Path, user: str) -> Iterator[Sandbox]:
+    """An arm's sandbox as a run starts it, on file systems of its own, with no corpus."""
+    work = run_dir / "work" / arm.name
+    sizes = workfs.sizes(arm.limits, 0)
+    with workfs.mounted(work, sizes, fresh=True), \
+            Sandbox(engine, sandbox_spec(lock, arm, run_id, work, user, sizes)) as box:
+        yield box
 
 
 @dataclass(frozen=True)
@@ -67,8 +81,7 @@ def check(engine: Engine, settings: Settings, names: list[str]) -> tuple[Path, l
     log.configure(run_dir / "log.jsonl")
     user = default_user()
     for arm in runnable:
-        spec = sandbox_spec(lock, arm, run_id, run_dir / "work" / arm.name, user)
-        with Sandbox(engine, spec) as box:
+        with _bare_sandbox(engine, lock, arm, run_id, run_dir, user) as box:
             try:
                 results = box.verify(run_dir / "guards" / arm.name)
                 checks.append(ArmCheck(arm.name, results, None))
@@ -86,8 +99,7 @@ def exec_once(engine: Engine, settings: Settings, name: str, argv: list[str],
     lock = ImageLock.load(settings.images_lock)
     run_id, run_dir = rundir.create(settings.runs_dir, "exec")
     log.configure(run_dir / "log.jsonl")
-    spec = sandbox_spec(lock, arm, run_id, run_dir / "work" / arm.name, default_user())
-    with Sandbox(engine, spec) as box:
+    with _bare_sandbox(engine, lock, arm, run_id, run_dir, default_user()) as box:
         box.verify(run_dir / "guards" / arm.name)
         record = box.exec(argv, run_dir / "cells" / arm.name / "exec", timeout_s=timeout_s)
     return run_dir, record

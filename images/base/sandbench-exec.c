@@ -50,6 +50,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -1546,6 +1547,13 @@ static bool mount_entry(struct buf *b, char *line)
     json_kstr(b, "source", field[dash + 2]);
     json_kstr(b, "options", field[5]);
     json_kstr(b, "super_options", field[dash + 3]);
+    /* The size of the file system behind the mount point, as a writer inside sees it: the
+       orchestrator bounds each writable mount and checks the bound from here. */
+    struct statvfs st;
+    if (statvfs(field[4], &st) == 0)
+        json_kuint(b, "size_bytes", (uint64_t)st.f_blocks * st.f_frsize);
+    else
+        json_knull(b, "size_bytes");
     buf_add(b, "}", 1);
     return true;
 }

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import cleanup, corpus, parsers, run, suite
+from orchestrator import cleanup, corpus, parsers, run, suite, workfs
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings
 
@@ -79,6 +79,25 @@ def test_each_arm_finds_expected_files_for_every_kind_it_attempts(
         assert found_kinds == set(arm.spec.tasks), (arm.name, found_kinds)
 
 
+def test_each_arm_ran_on_bounded_file_systems_that_are_unmounted_after(
+        demo_run: tuple[Settings, Path]) -> None:
+    """The probe saw every writable mount at or under its declared size; after the run only
+    the sparse images are left, nothing is mounted, and reach's line index was saved from
+    an arm's verified copy while it was mounted."""
+    settings, run_dir = demo_run
+    for arm in run.plan(settings, "demo").available:
+        verdict = {r["guard"]: r for r in json.loads(
+            (run_dir / "guards" / arm.name / "verdict.json").read_text())}
+        assert verdict["mount_sizes"]["ok"], verdict["mount_sizes"]
+        assert set(verdict["mount_sizes"]["found"]) == {"/corpus", "/state", "/out"}
+        work = run_dir / "work" / arm.name
+        assert sorted(p.name for p in work.iterdir()) == ["corpus.ext4", "out.ext4",
+                                                          "state.ext4"]
+    assert workfs.leftover_mounts(settings.runs_dir) == []
+    lines = json.loads((run_dir / "pin-lines.json").read_text())
+    assert lines["files"]["README.md"] > 0
+
+
 def test_code_review_graph_keeps_its_state_under_the_state_dir(
         demo_run: tuple[Settings, Path]) -> None:
     _, run_dir = demo_run
@@ -115,3 +134,4 @@ def test_a_killed_run_resumes_with_every_cell_exactly_once(engine: Engine, bench
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "complete" and len(meta["resumes"]) == 1
     assert cleanup.find(engine, run_id=meta["run_id"]) == []
+    assert workfs.leftover_mounts(settings.runs_dir) == []  # the killed run's, unmounted

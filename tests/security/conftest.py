@@ -21,6 +21,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import Any
 import docker.errors
 import pytest
 
-from orchestrator import arms, corpus, guards, images, run, suite
+from orchestrator import arms, corpus, guards, images, run, rundir, suite, workfs
 from orchestrator import engine as eng
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings, load_settings
@@ -44,6 +45,7 @@ SUITE_TIMEOUT_S = 30
 FLOOD_STDOUT = 8 << 30
 FLOOD_STDERR = 2 << 30
 FILL_CAP_MIB = 256
+MAIN_RUN_ID = "run-main-hostile"  # the attacks are told where the main run lives
 LOG_FLOOD = 32 << 20
 KNOWN_LIMIT_KEYS = {"memory_mib", "pids", "cpus", "tmp_mib"}
 ATTEMPT = re.compile(rb"^ATTEMPT (.*?) -> (\S+)(?: (.*))?$")
@@ -138,7 +140,8 @@ def hostile_arm(role: str, *, bench: Path, image: str = "hostile", args: tuple[s
         lines += ["", "[limits]"] + [f"{k} = {v}" for k, v in limits.items()]
     if setup:
         lines += ["", "[setup]", f"argv = {_toml_list(setup[0])}", f"timeout_s = {setup[1]}"]
-    argv = ["attack", role, "--bench", str(bench), *args, "--", "{symbol}"]
+    argv = ["attack", role, "--bench", str(bench), "--run-dir",
+            str(bench / "runs" / MAIN_RUN_ID), *args, "--", "{symbol}"]
     lines += ["", "[tasks.references]", f"argv = {_toml_list(argv)}"]
     for kind in ("locate", "impact", "e2e-retrieval"):
         lines += ["", f"[not_attempted.{kind}]",
@@ -376,6 +379,11 @@ class MainRun:
     def state(self, arm: str) -> dict[str, Any]:
         return json.loads((self.run_dir / "arms" / arm / "state.json").read_text())
 
+    def files(self, arm: str) -> AbstractContextManager[Path]:
+        """The arm's work dir with its file systems mounted read-only: they are unmounted
+        once the arm is done."""
+        return workfs.opened(self.run_dir / "work" / arm)
+
 
 def attempts_in(path: Path) -> dict[str, tuple[str, str]]:
     """`ATTEMPT what -> RESULT detail` lines of a transcript: what -> (RESULT, detail)."""
@@ -419,6 +427,8 @@ def main_run(world: World) -> MainRun:
     started = time.monotonic()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SANDBENCH_CANARY", world.canary_env)
+        # A run directory the attacks are told of: the mounts no longer reveal it.
+        mp.setattr(rundir, "new_run_id", lambda kind: MAIN_RUN_ID)
         run_dir = run.execute(world.engine, world.settings, "main", jobs=2, progress=progress)
     seconds = time.monotonic() - started
     time.sleep(0.3)  # a late datagram still reaches the listener

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import run
+from orchestrator import run, workfs
 from orchestrator.errors import SandbenchError
 from tests.security.conftest import TASKS, MainRun, World, stream_bytes
 
@@ -39,11 +39,11 @@ def test_links_in_state_and_out_are_never_followed(main_run: MainRun) -> None:
     assert hashlib.sha256((world.bench / "decoy.bin").read_bytes()).hexdigest() == \
         world.decoy_sha256
     assert stat.S_ISFIFO(os.lstat(world.bench / "trap.fifo").st_mode)
-    # The links are still there on the host, as links.
-    work = main_run.run_dir / "work" / "h-out"
-    for base in ("state", "out"):
-        assert os.readlink(work / base / "host-bench") == str(world.bench)
-        assert os.readlink(work / base / "loop") == "loop"
+    # The links are still there in the arm's own file systems, as links.
+    with main_run.files("h-out") as work:
+        for base in ("state", "out"):
+            assert os.readlink(work / base / "host-bench") == str(world.bench)
+            assert os.readlink(work / base / "loop") == "loop"
 
 
 def test_hard_links_to_host_paths_cannot_be_made(main_run: MainRun) -> None:
@@ -55,8 +55,9 @@ def test_hard_links_to_host_paths_cannot_be_made(main_run: MainRun) -> None:
         assert tried[what][0] == "EXDEV", (what, tried[what])
     # Inside one mount a hard link is just a second name of the arm's own file.
     assert tried["hardlink /state/plain.txt to /state/hl-plain"][0] == "OK"
-    work = main_run.run_dir / "work" / "h-out" / "state"
-    assert os.stat(work / "plain.txt").st_ino == os.stat(work / "hl-plain").st_ino
+    with main_run.files("h-out") as work:
+        state = work / "state"
+        assert os.stat(state / "plain.txt").st_ino == os.stat(state / "hl-plain").st_ino
 
 
 def test_corpus_copy_links_and_odd_names_are_listed_not_followed(main_run: MainRun) -> None:
@@ -105,10 +106,11 @@ def test_non_utf8_file_names_are_collected_and_the_run_goes_on(world: World) -> 
                                            *([name, 14] for name in NON_UTF8)])
     assert {(c["path"], c["status"], c["kind"], c["size_after"])
             for c in state["corpus_changes"]} == {(n, "added", "file", 14) for n in NON_UTF8}
-    # On the host the files keep their real bytes.
-    for sub in ("state", "corpus"):
-        names = set(os.listdir(os.fsencode(run_dir / "work" / "h-names" / sub)))
-        assert {b"bad-\xff\xfe.txt", b"latin1-caf\xe9.txt"} <= names, (sub, names)
+    # In the arm's file systems the files keep their real bytes.
+    with workfs.opened(run_dir / "work" / "h-names") as work:
+        for sub in ("state", "corpus"):
+            names = set(os.listdir(os.fsencode(work / sub)))
+            assert {b"bad-\xff\xfe.txt", b"latin1-caf\xe9.txt"} <= names, (sub, names)
     _rg_cells_ok(run_dir)
 
 
@@ -134,7 +136,8 @@ def test_a_resume_never_follows_a_link_planted_in_the_state_dir(world: World) ->
     setup = json.loads((run_dir / "cells" / "h-resume" / "_setup" / "record.json").read_text())
     assert setup["outcome"] == "ok", setup
     link = run_dir / "work" / "h-resume" / "state" / "home"
-    assert os.readlink(link) == str(victim)
+    with workfs.opened(link.parents[1]):
+        assert os.readlink(link) == str(victim)
     # The resume refuses the arm's work dir (fail closed: "start a new run") before it
     # creates a sandbox, chowns nothing, and leaves the link as the arm made it.
     with pytest.raises(SandbenchError) as refused:
@@ -142,7 +145,8 @@ def test_a_resume_never_follows_a_link_planted_in_the_state_dir(world: World) ->
     assert refused.value.data["path"] == str(link)
     assert "is a symbolic link" in refused.value.what and "new run" in refused.value.fix
     assert {p: p.stat().st_uid for p in owners} == owners
-    assert os.readlink(link) == str(victim)
+    with workfs.opened(link.parents[1]):
+        assert os.readlink(link) == str(victim)
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
     assert not (run_dir / "cells" / "h-resume" / TASKS[1]).exists()  # no cell ran
 

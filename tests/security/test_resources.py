@@ -11,9 +11,9 @@ import resource
 
 import pytest
 
+from orchestrator import workfs
 from orchestrator.sandbox import MIB
 from tests.security.conftest import (
-    FILL_CAP_MIB,
     FLOOD_STDERR,
     FLOOD_STDOUT,
     MainRun,
@@ -60,30 +60,38 @@ def test_tmp_is_bounded_by_its_declared_size(main_run: MainRun) -> None:
     assert tried["write 1 MiB to /tmp after the fill"][0] == "OK"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "GAP: /state, /out and the corpus copy are plain bind mounts of directories on the "
-    "bench root's disk with no size limit: the arm wrote 256 MiB into each (it stopped "
-    "itself there), and could fill the orchestrator's own disk. Fix: give each arm's work "
-    "dir its own size-limited file system, e.g. a sparse image file with mkfs.ext4 "
-    "loop-mounted at work/ARM (or a tmpfs/XFS project quota), sized by new limits keys "
-    "(`state_mib`, `out_mib`, and the corpus copy's size plus a margin), and guard the "
-    "mount's size from inside (statvfs in the probe). This test sets any new *_mib limit "
-    "key to 32 in the arm's spec, so it holds the fix to a bound."))
 def test_the_writable_mounts_are_bounded(main_run: MainRun) -> None:
+    """Each writable mount is a file system of its own, sized by the arm's limits (here 32
+    MiB each, and the corpus copy's own size plus 32 MiB): the fill stops at ENOSPC, long
+    before the attack's own 256 MiB cap, and the probe saw each bound."""
+    verdict = {r["guard"]: r for r in json.loads(
+        (main_run.run_dir / "guards" / "h-fill" / "verdict.json").read_text())}
+    sizes = verdict["mount_sizes"]
+    assert sizes["ok"]
+    assert sizes["expected"]["/state"] == sizes["expected"]["/out"] == f"<= {32 * MIB}"
+    corpus_bound = int(sizes["expected"]["/corpus"].removeprefix("<= "))
+    assert corpus_bound < 64 * MIB  # the demo corpus is well under 1 MiB
     tried = main_run.attempts("h-fill", 1)
-    for mount in ("/state/fill", "/out/fill", "/corpus/fill"):
-        result = tried[f"fill {mount}"][1]
-        assert not result.startswith("STOPPED-BY-CAP"), (mount, result)
+    for mount in ("state", "out", "corpus"):
+        result = tried[f"fill /{mount}/fill"][1]
+        assert result.startswith("ENOSPC"), (mount, result)
+        assert int(result.split()[-1]) <= min(sizes["found"][f"/{mount}"], 64 * MIB), result
 
 
 def test_the_fill_attack_wrote_where_the_test_can_see_it(main_run: MainRun) -> None:
-    """The evidence for the gap above, measured on the host."""
-    work = main_run.run_dir / "work" / "h-fill"
-    sizes = {name: (work / name / "fill").stat().st_size for name in ("state", "out", "corpus")}
+    """The evidence, measured on the host: what the attack says it wrote is in the arm's
+    file systems, the sparse images hold no more than their declared size, and the bench
+    root's disk lent them nothing beyond it."""
     tried = main_run.attempts("h-fill", 1)
+    with main_run.files("h-fill") as work:
+        sizes = {name: (work / name / "fill").stat().st_size
+                 for name in ("state", "out", "corpus")}
     for name, size in sizes.items():
         assert size == int(tried[f"fill /{name}/fill"][1].split()[-1])
-        assert size <= FILL_CAP_MIB * MIB
+        image = workfs.image_path(main_run.run_dir / "work" / "h-fill", name)
+        assert image.stat().st_blocks * 512 <= image.stat().st_size
+    assert workfs.image_path(main_run.run_dir / "work" / "h-fill", "state").stat().st_size \
+        == 32 * MIB
     state = main_run.state("h-fill")
     assert ["fill", sizes["state"]] in state["state_files"]
     assert state["state_bytes"] >= sizes["state"]

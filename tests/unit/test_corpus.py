@@ -422,8 +422,28 @@ def test_a_worktree_of_another_clone_is_refused(fetched, tmp_path: Path) -> None
 def test_an_existing_arm_destination_is_refused(fetched, tmp_path: Path) -> None:
     pin, pristine = fetched
     (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "left-over").write_text("x")
     with pytest.raises(SandbenchError, match="already exists"):
         corpus.make_arm_copy(pristine, tmp_path / "a", pin)
+    os.symlink(tmp_path / "elsewhere", tmp_path / "b")
+    with pytest.raises(SandbenchError, match="already exists"):
+        corpus.make_arm_copy(pristine, tmp_path / "b", pin)
+
+
+def test_an_empty_mount_point_takes_the_copy_and_is_emptied_when_refused(
+        fetched, tmp_path: Path) -> None:
+    """The arm's own file system is mounted before the copy: the copy goes into it, and a
+    copy that fails verification leaves the mount point empty, not removed."""
+    pin, pristine = fetched
+    point = tmp_path / "corpus"
+    point.mkdir()
+    assert corpus.make_arm_copy(pristine, point, pin) == point
+    corpus.verify_arm_copy(point, pin)
+    refused = tmp_path / "refused"
+    refused.mkdir()
+    with pytest.raises(SandbenchError, match="refused"):
+        corpus.make_arm_copy(pristine, refused, dataclasses.replace(pin, sha="0" * 40))
+    assert refused.is_dir() and list(refused.iterdir()) == []
 
 
 def test_changes_list_what_an_arm_wrote_inside_and_outside_git(fetched, tmp_path: Path) -> None:

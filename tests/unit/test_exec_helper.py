@@ -517,8 +517,11 @@ def test_probe_reports_every_fact(helper: Path) -> None:
     assert all(isinstance(line, str) for line in p["routes_v6"] or [])
     assert (p["lookup"], p["connect"], p["udp"], p["write"]) == (None, None, None, None)
     assert "/" in {m["mount_point"] for m in p["mounts"]}
-    assert all(set(m) == {"mount_point", "fstype", "source", "options", "super_options"}
-               for m in p["mounts"])
+    assert all(set(m) == {"mount_point", "fstype", "source", "options", "super_options",
+                          "size_bytes"} for m in p["mounts"])
+    root = next(m for m in p["mounts"] if m["mount_point"] == "/")
+    st = os.statvfs("/")
+    assert root["size_bytes"] == st.f_blocks * st.f_frsize
 
 
 def test_probe_network_lookup_and_write(helper: Path, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import copy
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,8 +16,8 @@ from orchestrator.errors import InputError
 POLICY = guards.GuardPolicy(
     run_id="r1", arm="rg", image_id="sha256:" + "a" * 64, user="65532:65532",
     env=["HOME=/state/home", "PATH=/usr/bin:/bin"],
-    mounts=[guards.DeclaredMount("/bench/w/corpus", "/corpus", False),
-            guards.DeclaredMount("/bench/w/state", "/state", False)],
+    mounts=[guards.DeclaredMount("/bench/w/corpus", "/corpus", False, 64 << 20),
+            guards.DeclaredMount("/bench/w/state", "/state", False, 32 << 20)],
     tmpfs={"/tmp": "rw,nosuid,nodev,size=536870912,mode=1777"},
     memory_bytes=4 << 30, pids=512, nano_cpus=2_000_000_000,
     labels={"sandbench.run": "r1", "sandbench.arm": "rg"})
@@ -41,9 +42,9 @@ INSPECT = {
 }
 
 
-def _mount(point: str, options: str = "rw") -> dict[str, str]:
+def _mount(point: str, options: str = "rw", size: int = 1 << 40) -> dict[str, Any]:
     return {"mount_point": point, "fstype": "x", "source": "x", "options": options,
-            "super_options": "rw"}
+            "super_options": "rw", "size_bytes": size}
 
 
 PROBE = {
@@ -62,7 +63,7 @@ PROBE = {
         "write": {"path": "/.x", "ok": False, "errno": 30, "error": "Read-only file system"},
         "mounts": [_mount("/", "ro,relatime"), _mount("/proc"), _mount("/dev"),
                    _mount("/sys", "ro"), _mount("/etc/hosts"),
-                   _mount("/proc/kcore", "ro"), _mount("/corpus"), _mount("/state"),
+                   _mount("/proc/kcore", "ro"), _mount("/corpus", size=60 << 20), _mount("/state", size=30 << 20),
                    _mount("/tmp", "rw,nosuid,nodev")],
     },
     "canary": {"port": 4000, "tcp_accepted": 0, "udp_received": 0},
@@ -200,3 +201,44 @@ def test_canary_counts_what_reaches_it() -> None:
                 break
             time.sleep(0.05)
     assert canary.snapshot() == {"port": canary.port, "tcp_accepted": 1, "udp_received": 1}
+
+
+def _with_mount(point: str, **changes: Any) -> dict[str, Any]:
+    probe = copy.deepcopy(PROBE)
+    for m in probe["facts"]["mounts"]:
+        if m["mount_point"] == point:
+            m.update(changes)
+    return probe
+
+
+@pytest.mark.parametrize(("point", "changes", "found"), [
+    ("/state", {"size_bytes": (32 << 20) + 4096}, (32 << 20) + 4096),
+    ("/state", {"size_bytes": None}, None),
+    ("/corpus", {"size_bytes": "60"}, "60"),
+])
+def test_a_writable_mount_larger_than_its_bound_fails(point: str, changes: dict[str, Any],
+                                                       found: Any) -> None:
+    failed = _failed(guards.check_inside(POLICY, _with_mount(point, **changes)))
+    assert set(failed) == {"mount_sizes"}
+    assert failed["mount_sizes"].found[point] == found
+    assert failed["mount_sizes"].expected == {"/corpus": f"<= {64 << 20}",
+                                              "/state": f"<= {32 << 20}"}
+
+
+def test_a_policy_recorded_before_mounts_were_bounded_checks_no_size(tmp_path: Path) -> None:
+    """Runs stored before bounded mounts declare no size: the audit recomputes what their
+    policy asked for, nothing more."""
+    stored = POLICY.to_json()
+    for m in stored["mounts"]:
+        del m["size_bytes"]
+    policy = guards.GuardPolicy.from_json(stored, tmp_path / "policy.json")
+    sizes = {r.guard: r for r in guards.check_inside(policy, PROBE)}["mount_sizes"]
+    assert sizes.ok and sizes.expected == {}
+    assert guards.GuardPolicy.from_json(POLICY.to_json(), tmp_path / "p.json") == POLICY
+
+
+def test_a_stored_mount_bound_that_is_not_a_positive_int_is_refused(tmp_path: Path) -> None:
+    stored = POLICY.to_json()
+    stored["mounts"][1]["size_bytes"] = True
+    with pytest.raises(InputError, match=r"mounts\[1\]\.size_bytes"):
+        guards.GuardPolicy.from_json(stored, tmp_path / "policy.json")

@@ -1,0 +1,126 @@
+"""The arms' writable mounts are file systems of their own: sized from the arm's limits,
+mounted for the arm's run only, and never larger than declared. The mounting tests use the
+real kernel (loop devices, ext4) and need root, as sandbench itself does."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from orchestrator import cleanup, workfs
+from orchestrator.errors import SandbenchError
+from orchestrator.sandbox import MIB, Limits
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0 and not os.environ.get("CI"),
+                                reason="loop-mounting needs root (CI runs as root)")
+
+
+def test_sizes_come_from_the_limits_and_the_corpus_fits_with_its_margin() -> None:
+    limits = Limits(state_bytes=32 * MIB, out_bytes=16 * MIB, corpus_margin_bytes=8 * MIB)
+    sizes = workfs.sizes(limits, 100 * MIB)
+    assert sizes["state"] == 32 * MIB and sizes["out"] == 16 * MIB
+    assert sizes["corpus"] % MIB == 0
+    assert sizes["corpus"] * (1 - workfs.METADATA_FRACTION) >= 108 * MIB
+    assert workfs.sizes(limits, 0)["corpus"] >= workfs.MIN_BYTES
+
+
+def test_tree_bytes_counts_whole_blocks_and_does_not_follow_links(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "one").write_bytes(b"x")
+    (tmp_path / "big").write_bytes(b"x" * (workfs.BLOCK + 1))
+    os.symlink("/usr", tmp_path / "link")
+    # the root and d, one block each; `one` one block, `big` two, the link its own size
+    assert workfs.tree_bytes(tmp_path) == workfs.BLOCK * (2 + 1 + 2 + 1)
+
+
+def test_without_root_the_arm_is_refused_naming_why(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(SandbenchError, match="cannot be size-bounded") as info:
+        with workfs.mounted(tmp_path / "w", {"state": 16 * MIB}, fresh=True):
+            pass
+    assert "run sandbench as root" in info.value.fix
+    assert not (tmp_path / "w").exists()
+
+
+def _fill(path: Path, limit: int) -> tuple[int, int]:
+    """Write until the file system refuses (or `limit`): (errno, bytes written)."""
+    written = 0
+    chunk = b"\xa5" * MIB
+    with open(path, "wb") as fh:
+        try:
+            while written < limit:
+                written += fh.write(chunk)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            return exc.errno or 0, written
+    return 0, written
+
+
+@needs_root
+def test_a_mount_is_bounded_and_gone_when_the_arm_is_done(tmp_path: Path) -> None:
+    work = tmp_path / "work" / "arm"
+    sizes = {"state": 16 * MIB, "out": 8 * MIB}
+    with workfs.mounted(work, sizes, fresh=True) as points:
+        assert set(points) == {"state", "out"}
+        for name, size in sizes.items():
+            point = work / name
+            assert os.path.ismount(point) and list(point.iterdir()) == []  # no lost+found
+            st = os.statvfs(point)
+            assert st.f_blocks * st.f_frsize <= size
+            assert os.stat(point).st_dev != os.stat(tmp_path).st_dev
+        err, written = _fill(work / "state" / "fill", 256 * MIB)
+        assert err == errno.ENOSPC and written <= 16 * MIB
+        (work / "out" / "kept").write_text("kept")
+    assert not (work / "state").exists() and not (work / "out").exists()
+    image = workfs.image_path(work, "state")
+    assert image.stat().st_size == 16 * MIB
+    assert image.stat().st_blocks * 512 <= 16 * MIB  # sparse: what was written, at most
+    with workfs.opened(work):  # a look after the run, read-only
+        assert (work / "out" / "kept").read_text() == "kept"
+        assert (work / "state" / "fill").stat().st_size == written
+        with pytest.raises(OSError) as info:
+            (work / "out" / "new").write_text("x")
+        assert info.value.errno == errno.EROFS
+    assert not (work / "out").exists()
+    with workfs.mounted(work, {"out": 8 * MIB}, fresh=False):
+        assert (work / "out" / "kept").read_text() == "kept"  # an earlier attempt's files
+    with workfs.mounted(work, {"out": 8 * MIB}, fresh=True):
+        assert list((work / "out").iterdir()) == []
+
+
+@needs_root
+def test_a_mount_left_by_a_killed_run_is_found_reused_and_cleaned_up(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    work = runs / "run-x" / "work" / "arm"
+    work.mkdir(parents=True)
+    image = workfs.image_path(work, "state")
+    workfs.create(image, 16 * MIB)
+    workfs.mount(image, work / "state", 16 * MIB)  # as a SIGKILLed run leaves it
+    (work / "state" / "index").write_text("built")
+    try:
+        assert workfs.leftover_mounts(runs) == [work / "state"]
+        with workfs.mounted(work, {"state": 16 * MIB}, fresh=False):
+            assert (work / "state" / "index").read_text() == "built"
+        assert workfs.leftover_mounts(runs) == []
+        workfs.mount(image, work / "state", 16 * MIB)
+        (found,) = cleanup.find_mounts(runs)
+        assert found.kind == "mount" and found.id == str(work / "state")
+        assert cleanup.remove(None, [found]) == [found]  # type: ignore[arg-type]
+        assert workfs.leftover_mounts(runs) == [] and not (work / "state").exists()
+    finally:
+        subprocess.run(["umount", str(work / "state")], capture_output=True, check=False)
+
+
+@needs_root
+def test_an_image_that_is_larger_than_declared_is_refused(tmp_path: Path) -> None:
+    image = tmp_path / "state.ext4"
+    workfs.create(image, 32 * MIB)
+    with pytest.raises(SandbenchError, match="is not bounded") as info:
+        workfs.mount(image, tmp_path / "state", 16 * MIB)
+    assert f"at most {16 * MIB} bytes" in info.value.why
+    assert not os.path.ismount(tmp_path / "state")
