@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from orchestrator import __version__, demo_corpus, log
 from orchestrator.errors import InputError, SandbenchError
-from orchestrator.fsutil import atomic_write_json
+from orchestrator.fsutil import atomic_write_json, duplicate_toml_key
 from orchestrator.settings import Settings
 
 LOCK_NAME = "corpus.lock"
@@ -110,7 +110,7 @@ def load_lock(path: Path) -> dict[str, CorpusPin]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise _duplicate_table(path, text) or InputError(
+        raise _duplicate_table(path, text) or duplicate_toml_key(path, text, err) or InputError(
             f"{path}: not valid TOML: {err}", fix="fix the syntax at the position named",
             file=str(path)) from err
     version = data.get("version")

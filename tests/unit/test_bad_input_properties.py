@@ -250,6 +250,22 @@ def data_level(classes: dict[str, st.SearchStrategy[Damage]]) -> st.SearchStrate
     return st.one_of(list(classes.values()))
 
 
+def _replace(data: bytes, old: bytes, new: bytes) -> bytes:
+    assert old in data, old
+    return data.replace(old, new, 1)
+
+
+def _toml_put(data: bytes, path: tuple[str, ...], value: Any) -> bytes:
+    return toml_doc(catalog.put(_toml(data), path, value))
+
+
+def _json_put(data: bytes, path: tuple[str, ...], value: Any) -> bytes:
+    return json_doc(catalog.put(json.loads(data), path, value))
+
+
+CORPUS_LS = CORPUS_LOCK.commands[0]
+
+
 # -- the valid files are accepted (so every refusal below is the damage's doing) -----------------
 
 def test_the_valid_files_and_their_rewritten_forms_are_accepted(ws: Workspace) -> None:
@@ -373,6 +389,21 @@ def test_recipe_data_damage_is_refused(ws: Workspace, case) -> None:
     check(ws, case)
 
 
+# -- every TOML file: a key written twice ---------------------------------------------------------
+
+@KNOWN
+@example(case=(CORPUS_LOCK, Damage("duplicate-key", _replace(
+    CORPUS, b'kind = "demo"\n', b'kind = "demo"\nkind = "demo"\n'), ("demo.kind",),
+    "demo.kind written twice"), CORPUS_LS))
+@given(case=cases([(CORPUS_LOCK, toml_duplicate_key(CORPUS)),
+                   *each(ARM, lambda n: toml_duplicate_key(ARMS[n])),
+                   (SUITE_TOML, toml_duplicate_key(SUITE)),
+                   *each(TASK, lambda n: toml_duplicate_key(TASKS[n])),
+                   *each(RECIPE, lambda n: toml_duplicate_key(RECIPES[n]))]))
+def test_duplicate_toml_key_is_named(ws: Workspace, case) -> None:
+    check(ws, case)
+
+
 # -- bench/images.lock ----------------------------------------------------------------------------
 
 @props(50)
@@ -384,6 +415,28 @@ def test_images_lock_syntax_damage_is_refused(ws: Workspace, case) -> None:
 @props(90)
 @given(case=cases([(IMAGES_LOCK, data_level(catalog.images_lock(json.loads(LOCK))))]))
 def test_images_lock_data_damage_is_refused(ws: Workspace, case) -> None:
+    check(ws, case)
+
+
+LOCK_DEFECTS = catalog.images_lock_defects(json.loads(LOCK))
+
+
+@KNOWN
+@example(case=(IMAGES_LOCK, Damage("out-of-range", _json_put(
+    LOCK, ("images", "rg", "image_id"), "sha256:" + "c081c84d25b1e35626c36efef29158ccfd574cd"),
+    ("images.rg.image_id",), "images.rg.image_id of 39 hex digits"), BUILD))
+@given(case=cases([(IMAGES_LOCK, LOCK_DEFECTS["entry-values-unchecked"])]))
+def test_images_lock_entry_values_are_checked(ws: Workspace, case) -> None:
+    check(ws, case)
+
+
+@KNOWN
+@example(case=(IMAGES_LOCK, Damage("missing", _json_put(LOCK, ("images", "devscout"), {
+    "recipe_hash": "0" * 64, "image_id": "sha256:" + "0" * 64,
+    "tag": "sandbench/devscout:000000000000", "build_seconds": 1.0, "size_bytes": 1}),
+    ("images.devscout.build_args",), "devscout entry without build_args"), BUILD))
+@given(case=cases([(IMAGES_LOCK, LOCK_DEFECTS["artifact-entry-without-build-args"])]))
+def test_artifact_entry_without_build_args_is_refused(ws: Workspace, case) -> None:
     check(ws, case)
 
 
@@ -430,6 +483,34 @@ def test_guard_policy_data_damage_is_refused(ws: Workspace, case) -> None:
     check(ws, case)
 
 
+# -- every JSON file: a name written twice --------------------------------------------------------
+
+def _duplicated_image(name: str) -> Damage:
+    lock = json.loads(LOCK)
+    entry = {**lock["images"][name], "image_id": "sha256:" + "0" * 64}
+    return Damage("duplicate-id", json_with_duplicate(lock, ("images",), name, entry),
+                  (f"images.{name}",), f"images.{name} declared twice (the second wins)")
+
+
+def _duplicated_record_key(key: str) -> Damage:
+    record = json.loads(RECORD_BYTES)
+    return Damage("duplicate-key", json_with_duplicate(record, (), key, record[key]), (key,),
+                  f"{key} written twice")
+
+
+@KNOWN
+@example(case=(IMAGES_LOCK, _duplicated_image("rg"), BUILD))
+@given(case=cases([
+    (IMAGES_LOCK, st.sampled_from(sorted(json.loads(LOCK)["images"])).map(_duplicated_image)),
+    (EXEC_RECORD, st.sampled_from(sorted(json.loads(RECORD_BYTES))).map(_duplicated_record_key)),
+    (GUARD["policy.json"], st.sampled_from(sorted(json.loads(GUARD_FILES["policy.json"]))).map(
+        lambda k: Damage("duplicate-key", json_with_duplicate(
+            json.loads(GUARD_FILES["policy.json"]), (), k,
+            json.loads(GUARD_FILES["policy.json"])[k]), (k,), f"{k} written twice")))]))
+def test_duplicate_json_name_is_named(ws: Workspace, case) -> None:
+    check(ws, case)
+
+
 # -- the golden run through `sandbench score`: run.json and its exec records -------------------
 
 @props(25)
@@ -454,26 +535,27 @@ def test_golden_record_damage_is_refused_by_score(scored: Workspace, case) -> No
     check(scored, case)
 
 
+GOLDEN_CELL = "cells/rg/references-cart-line/0/record.json"
+
+
+def _golden_record_defects(name: str) -> st.SearchStrategy:
+    return cases([(GOLDEN_RECORD[rel], catalog.record_defects(json.loads(data))[name])
+                  for rel, data in GOLDEN_RECORDS.items()])
+
+
+@KNOWN
+@example(case=(GOLDEN_RECORD[GOLDEN_CELL], Damage("wrong-type", _json_put(
+    GOLDEN_RECORDS[GOLDEN_CELL], ("argv",), "rg"), ("argv",), "argv = 'rg'"), SCORE))
+@given(case=_golden_record_defects("schema-not-enforced").map(
+    lambda c: (c[0], _breaks_the_schema(c[1]), c[2])))
+def test_record_schema_is_enforced(scored: Workspace, case) -> None:
+    check(scored, case)
+
+
 # == known defects =================================================================================
 # Each property below fails today on the explicit example (the minimal input), and on most of
 # what it generates. xfail(strict=True): once the reader is fixed the property passes, the
 # xfail turns into a failure, and the mark is to be removed.
-
-def _replace(data: bytes, old: bytes, new: bytes) -> bytes:
-    assert old in data, old
-    return data.replace(old, new, 1)
-
-
-def _toml_put(data: bytes, path: tuple[str, ...], value: Any) -> bytes:
-    return toml_doc(catalog.put(_toml(data), path, value))
-
-
-def _json_put(data: bytes, path: tuple[str, ...], value: Any) -> bytes:
-    return json_doc(catalog.put(json.loads(data), path, value))
-
-
-CORPUS_LS = CORPUS_LOCK.commands[0]
-
 
 @KNOWN
 @example(case=(CORPUS_LOCK, Damage("not-utf8", _replace(CORPUS, b"Tag 22.5.4.",
@@ -490,23 +572,6 @@ def test_corpus_lock_not_utf8_is_refused(ws: Workspace, case) -> None:
                                     "a Latin-1 e-acute in the description"), BUILD))
 @given(case=cases(each(RECIPE, lambda n: not_utf8(RECIPES[n]))))
 def test_recipe_not_utf8_is_refused(ws: Workspace, case) -> None:
-    check(ws, case)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "a key written twice is a TOML error whose message is tomllib's 'Cannot overwrite a value "
-    "(at line N, column M)': it names the file and position but not the key, in every TOML "
-    "reader (corpus.lock turns a duplicated table into `ID.id: duplicate id`, not a key)"))
-@KNOWN
-@example(case=(CORPUS_LOCK, Damage("duplicate-key", _replace(
-    CORPUS, b'kind = "demo"\n', b'kind = "demo"\nkind = "demo"\n'), ("demo.kind",),
-    "demo.kind written twice"), CORPUS_LS))
-@given(case=cases([(CORPUS_LOCK, toml_duplicate_key(CORPUS)),
-                   *each(ARM, lambda n: toml_duplicate_key(ARMS[n])),
-                   (SUITE_TOML, toml_duplicate_key(SUITE)),
-                   *each(TASK, lambda n: toml_duplicate_key(TASKS[n])),
-                   *each(RECIPE, lambda n: toml_duplicate_key(RECIPES[n]))]))
-def test_known_duplicate_key_is_not_named(ws: Workspace, case) -> None:
     check(ws, case)
 
 
@@ -602,41 +667,11 @@ def test_recipe_parent_cycle_names_the_file(ws: Workspace, case) -> None:
     check(ws, case)
 
 
-LOCK_DEFECTS = catalog.images_lock_defects(json.loads(LOCK))
-
-
 @KNOWN
 @example(case=(IMAGES_LOCK, Damage("wrong-type", _json_put(LOCK, ("version",), True),
                                    ("version",), "version = true"), BUILD))
 @given(case=cases([(IMAGES_LOCK, LOCK_DEFECTS["version-bool-or-float"])]))
 def test_images_lock_version_true_is_refused(ws: Workspace, case) -> None:
-    check(ws, case)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "ImageLock.load checks that the entry keys are present and that image_id starts with "
-    "'sha256:', nothing else: image_id 'sha256:' + 39 hex, recipe_hash 12, tag 5, "
-    "size_bytes -1, build_seconds 'x' all load; `images build --dry-run` exits 0"))
-@KNOWN
-@example(case=(IMAGES_LOCK, Damage("out-of-range", _json_put(
-    LOCK, ("images", "rg", "image_id"), "sha256:" + "c081c84d25b1e35626c36efef29158ccfd574cd"),
-    ("images.rg.image_id",), "images.rg.image_id of 39 hex digits"), BUILD))
-@given(case=cases([(IMAGES_LOCK, LOCK_DEFECTS["entry-values-unchecked"])]))
-def test_known_images_lock_entry_values_are_not_checked(ws: Workspace, case) -> None:
-    check(ws, case)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "ImageLock.load does not require build_args; images.build then reads "
-    "entry['build_args'] for a recipe with an artifact: an images.lock devscout entry "
-    "without build_args is a KeyError traceback from `images build --dry-run`"))
-@KNOWN
-@example(case=(IMAGES_LOCK, Damage("missing", _json_put(LOCK, ("images", "devscout"), {
-    "recipe_hash": "0" * 64, "image_id": "sha256:" + "0" * 64,
-    "tag": "sandbench/devscout:000000000000", "build_seconds": 1.0, "size_bytes": 1}),
-    ("images.devscout.build_args",), "devscout entry without build_args"), BUILD))
-@given(case=cases([(IMAGES_LOCK, LOCK_DEFECTS["artifact-entry-without-build-args"])]))
-def test_known_artifact_entry_without_build_args_is_a_traceback(ws: Workspace, case) -> None:
     check(ws, case)
 
 
@@ -652,34 +687,11 @@ def test_compose_export_reads_the_lock_before_writing(ws: Workspace, case) -> No
     check(ws, case)
 
 
-GOLDEN_CELL = "cells/rg/references-cart-line/0/record.json"
-
-
-def _golden_record_defects(name: str) -> st.SearchStrategy:
-    return cases([(GOLDEN_RECORD[rel], catalog.record_defects(json.loads(data))[name])
-                  for rel, data in GOLDEN_RECORDS.items()])
-
-
 @KNOWN
 @example(case=(GOLDEN_RECORD[GOLDEN_CELL], Damage("wrong-type", _json_put(
     GOLDEN_RECORDS[GOLDEN_CELL], ("outcome",), []), ("outcome",), "outcome = []"), SCORE))
 @given(case=_golden_record_defects("outcome-unhashable"))
 def test_record_unhashable_outcome_is_refused(scored: Workspace, case) -> None:
-    check(scored, case)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "read_record checks presence of the top-level keys, the stream keys, schema and outcome, "
-    "not the rest of orchestrator/schemas/exec-record.schema.json; `sandbench score` then "
-    "either crashes (argv = null: TypeError 'NoneType' object is not iterable) or exits 0 and "
-    "writes scores.json (argv = \"rg\", exit = \"x\", an unknown key, image_id '', "
-    "limits.memory_bytes missing)"))
-@KNOWN
-@example(case=(GOLDEN_RECORD[GOLDEN_CELL], Damage("wrong-type", _json_put(
-    GOLDEN_RECORDS[GOLDEN_CELL], ("argv",), "rg"), ("argv",), "argv = 'rg'"), SCORE))
-@given(case=_golden_record_defects("schema-not-enforced").map(
-    lambda c: (c[0], _breaks_the_schema(c[1]), c[2])))
-def test_known_record_schema_is_not_enforced(scored: Workspace, case) -> None:
     check(scored, case)
 
 
@@ -711,36 +723,6 @@ def test_known_guard_policy_types_are_not_checked(ws: Workspace, case) -> None:
 @given(case=cases([(GUARD["inspect.json"], GUARD_DEFECTS["inspect.json"]),
                    (GUARD["probe.json"], GUARD_DEFECTS["probe.json"])]))
 def test_known_guard_snapshot_shape_is_not_checked(ws: Workspace, case) -> None:
-    check(ws, case)
-
-
-def _duplicated_image(name: str) -> Damage:
-    lock = json.loads(LOCK)
-    entry = {**lock["images"][name], "image_id": "sha256:" + "0" * 64}
-    return Damage("duplicate-id", json_with_duplicate(lock, ("images",), name, entry),
-                  (f"images.{name}",), f"images.{name} declared twice (the second wins)")
-
-
-def _duplicated_record_key(key: str) -> Damage:
-    record = json.loads(RECORD_BYTES)
-    return Damage("duplicate-key", json_with_duplicate(record, (), key, record[key]), (key,),
-                  f"{key} written twice")
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "JSON readers use json.loads, which keeps the last of two members with the same name: "
-    "an images.lock with an image declared twice, or a record.json or policy.json with a key "
-    "written twice, loads silently (the lock takes the second image id)"))
-@KNOWN
-@example(case=(IMAGES_LOCK, _duplicated_image("rg"), BUILD))
-@given(case=cases([
-    (IMAGES_LOCK, st.sampled_from(sorted(json.loads(LOCK)["images"])).map(_duplicated_image)),
-    (EXEC_RECORD, st.sampled_from(sorted(json.loads(RECORD_BYTES))).map(_duplicated_record_key)),
-    (GUARD["policy.json"], st.sampled_from(sorted(json.loads(GUARD_FILES["policy.json"]))).map(
-        lambda k: Damage("duplicate-key", json_with_duplicate(
-            json.loads(GUARD_FILES["policy.json"]), (), k,
-            json.loads(GUARD_FILES["policy.json"])[k]), (k,), f"{k} written twice")))]))
-def test_known_duplicate_json_names_are_accepted(ws: Workspace, case) -> None:
     check(ws, case)
 
 
