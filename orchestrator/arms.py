@@ -13,6 +13,7 @@ from typing import Any
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
 from orchestrator.sandbox import GIB, MIB, Limits
+from orchestrator.values import number
 
 ARM_KEYS = {"description", "image", "env", "limits", "parser", "setup", "tasks",
             "not_attempted"}
@@ -155,8 +156,8 @@ def _setup(path: Path, table: Any) -> Setup | None:
     if not isinstance(table, dict) or not set(table) <= {"argv", "timeout_s"} or "argv" not in table:
         raise _bad(path, "setup", "a table with argv and an optional timeout_s", table)
     timeout = table.get("timeout_s", DEFAULT_SETUP_TIMEOUT_S)
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        raise _bad(path, "setup.timeout_s", "a positive number of seconds", timeout)
+    number(path, "setup.timeout_s", timeout, "a positive number of seconds", minimum=0,
+           exclusive_minimum=True)
     return Setup(argv=_argv(path, "setup.argv", table["argv"], set()), timeout_s=float(timeout))
 
 
@@ -169,10 +170,9 @@ def _limits(path: Path, table: Any) -> Limits:
     values = {"memory_mib": defaults.memory_bytes // MIB, "pids": defaults.pids,
               "cpus": defaults.cpus, "tmp_mib": defaults.tmp_bytes // MIB, **table}
     for key in ("memory_mib", "pids", "tmp_mib"):
-        if not isinstance(values[key], int) or isinstance(values[key], bool) or values[key] <= 0:
-            raise _bad(path, f"limits.{key}", "a positive integer", values[key])
-    if not isinstance(values["cpus"], int | float) or values["cpus"] <= 0:
-        raise _bad(path, "limits.cpus", "a positive number", values["cpus"])
+        number(path, f"limits.{key}", values[key], "a positive integer", integer=True, minimum=1)
+    number(path, "limits.cpus", values["cpus"], "a positive number", minimum=0,
+           exclusive_minimum=True)
     return Limits(memory_bytes=values["memory_mib"] * MIB, pids=values["pids"],
                   cpus=float(values["cpus"]), tmp_bytes=values["tmp_mib"] * MIB)
 

@@ -348,6 +348,14 @@ def test_arm_data_damage_is_refused(ws: Workspace, case) -> None:
     check(ws, case)
 
 
+@KNOWN
+@example(case=(ARM["rg"], Damage("wrong-type", _toml_put(ARMS["rg"], ("limits", "cpus"), True),
+                                 ("limits.cpus",), "limits.cpus = true"), RUN))
+@given(case=cases(each(ARM, lambda n: data_level(catalog.arm_defects(_toml(ARMS[n]))))))
+def test_arm_bool_or_non_finite_number_is_refused(ws: Workspace, case) -> None:
+    check(ws, case)
+
+
 # -- suites/demo/suite.toml and tasks/*.toml ------------------------------------------------------
 
 @props(50)
@@ -362,6 +370,43 @@ def test_suite_data_damage_is_refused(ws: Workspace, case) -> None:
     check(ws, case)
 
 
+SUITE_DEFECTS = catalog.suite_defects(_toml(SUITE), sorted(ARMS),
+                                      sorted(k for k in _toml(CORPUS) if k != "version"))
+
+
+@KNOWN
+@example(case=(SUITE_TOML, Damage("wrong-type", _toml_put(SUITE, ("timeout_s",), True),
+                                  ("timeout_s",), "timeout_s = true"), RUN))
+@given(case=cases([(SUITE_TOML, SUITE_DEFECTS["bool-or-non-finite-number"])]))
+def test_suite_bool_or_non_finite_number_is_refused(ws: Workspace, case) -> None:
+    check(ws, case)
+
+
+@KNOWN
+@example(case=(SUITE_TOML, Damage("wrong-type", _toml_put(SUITE, ("corpus",), 1), ("corpus",),
+                                  "corpus = 1"), RUN))
+@given(case=cases([(SUITE_TOML, SUITE_DEFECTS["corpus-unchecked"])]))
+def test_suite_corpus_is_checked(ws: Workspace, case) -> None:
+    check(ws, case)
+
+
+@KNOWN
+@example(case=(SUITE_TOML, Damage("duplicate-id", _toml_put(
+    SUITE, ("arms",), [*_toml(SUITE)["arms"], "rg"]), ("arms",), "arm 'rg' listed twice"), RUN))
+@given(case=cases([(SUITE_TOML, SUITE_DEFECTS["arms-duplicate-or-unknown"])]))
+def test_suite_arms_listed_twice_or_without_a_spec_are_refused(ws: Workspace, case) -> None:
+    check(ws, case)
+
+
+@KNOWN
+@example(case=(SUITE_TOML, Damage("out-of-range", _toml_put(
+    SUITE, ("bands", "references_correct_recall"), 1.5), ("bands.references_correct_recall",),
+    "bands.references_correct_recall = 1.5"), RUN))
+@given(case=cases([(SUITE_TOML, SUITE_DEFECTS["bands-out-of-range"])]))
+def test_suite_bands_out_of_range_are_refused(ws: Workspace, case) -> None:
+    check(ws, case)
+
+
 @props(60)
 @given(case=cases(each(TASK, lambda n: syntax_toml(TASKS[n]))))
 def test_task_syntax_damage_is_refused(ws: Workspace, case) -> None:
@@ -371,6 +416,16 @@ def test_task_syntax_damage_is_refused(ws: Workspace, case) -> None:
 @props(150)
 @given(case=cases(each(TASK, lambda n: data_level(catalog.task(_toml(TASKS[n]), n)))))
 def test_task_data_damage_is_refused(ws: Workspace, case) -> None:
+    check(ws, case)
+
+
+@KNOWN
+@example(case=(TASK["references-cart-line"], Damage("out-of-range", _toml_put(
+    TASKS["references-cart-line"], ("truth", "core"),
+    [*_toml(TASKS["references-cart-line"])["truth"]["core"], "../etc/passwd"]),
+    ("truth.core",), "'../etc/passwd' in truth.core"), RUN))
+@given(case=cases(each(TASK, lambda n: data_level(catalog.task_defects(_toml(TASKS[n]))))))
+def test_truth_path_escaping_the_corpus_is_refused(ws: Workspace, case) -> None:
     check(ws, case)
 
 
@@ -575,86 +630,10 @@ def test_recipe_not_utf8_is_refused(ws: Workspace, case) -> None:
     check(ws, case)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "arms._limits checks cpus with isinstance(v, int | float) (True passes, as 1.0) and "
-    "`<= 0` (nan passes); _setup lets timeout_s = nan/inf through: `run --dry-run` exits 0"))
-@KNOWN
-@example(case=(ARM["rg"], Damage("wrong-type", _toml_put(ARMS["rg"], ("limits", "cpus"), True),
-                                 ("limits.cpus",), "limits.cpus = true"), RUN))
-@given(case=cases(each(ARM, lambda n: data_level(catalog.arm_defects(_toml(ARMS[n]))))))
-def test_known_arm_bool_or_nan_number_is_accepted(ws: Workspace, case) -> None:
-    check(ws, case)
-
-
-SUITE_DEFECTS = catalog.suite_defects(_toml(SUITE), sorted(ARMS),
-                                      sorted(k for k in _toml(CORPUS) if k != "version"))
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "suite.load_suite: `version != 1` lets true and 1.0 through; timeout_s is checked with "
-    "isinstance(v, int | float) (true passes) and `<= 0` (nan passes); bands take nan/inf"))
-@KNOWN
-@example(case=(SUITE_TOML, Damage("wrong-type", _toml_put(SUITE, ("timeout_s",), True),
-                                  ("timeout_s",), "timeout_s = true"), RUN))
-@given(case=cases([(SUITE_TOML, SUITE_DEFECTS["bool-or-non-finite-number"])]))
-def test_known_suite_bool_or_nan_number_is_accepted(ws: Workspace, case) -> None:
-    check(ws, case)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "suite.load_suite never checks `corpus` (type or id): corpus = 1 or \"nope\" loads; "
-    "`run --dry-run` exits 0 listing 'corpus 1 is not fetched'; `suite verify` fails later "
-    "naming corpus.lock (`no corpus 'nope' in .../corpus.lock`), not suite.toml"))
-@KNOWN
-@example(case=(SUITE_TOML, Damage("wrong-type", _toml_put(SUITE, ("corpus",), 1), ("corpus",),
-                                  "corpus = 1"), RUN))
-@given(case=cases([(SUITE_TOML, SUITE_DEFECTS["corpus-unchecked"])]))
-def test_known_suite_corpus_is_not_checked(ws: Workspace, case) -> None:
-    check(ws, case)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "suite.load_suite accepts an arm listed twice (run plans it twice) and an arm with no "
-    "arms/NAME.toml; the latter fails later in arms.load_arms as `unknown arm 'nope'`, an "
-    "InputError naming neither suite.toml nor the key `arms`"))
-@KNOWN
-@example(case=(SUITE_TOML, Damage("duplicate-id", _toml_put(
-    SUITE, ("arms",), [*_toml(SUITE)["arms"], "rg"]), ("arms",), "arm 'rg' listed twice"), RUN))
-@given(case=cases([(SUITE_TOML, SUITE_DEFECTS["arms-duplicate-or-unknown"])]))
-def test_known_suite_arms_duplicate_or_unknown(ws: Workspace, case) -> None:
-    check(ws, case)
-
-
 @KNOWN
 @example(case=(ARM["rg"], Damage("missing-file", None, (), "arms/rg.toml deleted"), RUN))
 @given(case=cases([(inp, deleted(inp.name)) for inp in ARM.values()]))
 def test_deleted_arm_file_is_named(ws: Workspace, case) -> None:
-    check(ws, case)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "suite.load_suite checks bands are numbers, not their range: a recall band of 1.5 or -0.2, "
-    "a negative or fractional references_correct_max_outside, all load"))
-@KNOWN
-@example(case=(SUITE_TOML, Damage("out-of-range", _toml_put(
-    SUITE, ("bands", "references_correct_recall"), 1.5), ("bands.references_correct_recall",),
-    "bands.references_correct_recall = 1.5"), RUN))
-@given(case=cases([(SUITE_TOML, SUITE_DEFECTS["bands-out-of-range"])]))
-def test_known_suite_bands_out_of_range_are_accepted(ws: Workspace, case) -> None:
-    check(ws, case)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "suite.load_task (_str_list and the primary check) takes any non-empty string as a "
-    "repo-relative truth path: '../etc/passwd', '/etc/passwd' and a '..' seed all load; "
-    "`run --dry-run` exits 0"))
-@KNOWN
-@example(case=(TASK["references-cart-line"], Damage("out-of-range", _toml_put(
-    TASKS["references-cart-line"], ("truth", "core"),
-    [*_toml(TASKS["references-cart-line"])["truth"]["core"], "../etc/passwd"]),
-    ("truth.core",), "'../etc/passwd' in truth.core"), RUN))
-@given(case=cases(each(TASK, lambda n: data_level(catalog.task_defects(_toml(TASKS[n]))))))
-def test_known_truth_path_escaping_the_corpus_is_accepted(ws: Workspace, case) -> None:
     check(ws, case)
 
 
