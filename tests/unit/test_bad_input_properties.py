@@ -538,6 +538,28 @@ def test_guard_policy_data_damage_is_refused(ws: Workspace, case) -> None:
     check(ws, case)
 
 
+GUARD_DEFECTS = catalog.guards_defects(*(json.loads(GUARD_FILES[n]) for n in
+                                         ("policy.json", "inspect.json", "probe.json")))
+
+
+@KNOWN
+@example(case=(GUARD["policy.json"], Damage("out-of-range", _json_put(
+    GUARD_FILES["policy.json"], ("user",), "65532"), ("user",), "user = '65532'"),
+    GUARD["policy.json"].commands[0]))
+@given(case=cases([(GUARD["policy.json"], GUARD_DEFECTS["policy.json"])]))
+def test_guard_policy_types_are_checked(ws: Workspace, case) -> None:
+    check(ws, case)
+
+
+@KNOWN
+@example(case=(GUARD["inspect.json"], Damage("wrong-type", b"[]\n", (), "inspect.json is []"),
+               GUARD["inspect.json"].commands[0]))
+@given(case=cases([(GUARD["inspect.json"], GUARD_DEFECTS["inspect.json"]),
+                   (GUARD["probe.json"], GUARD_DEFECTS["probe.json"])]))
+def test_guard_snapshot_shape_is_checked(ws: Workspace, case) -> None:
+    check(ws, case)
+
+
 # -- every JSON file: a name written twice --------------------------------------------------------
 
 def _duplicated_image(name: str) -> Damage:
@@ -672,37 +694,6 @@ def test_compose_export_reads_the_lock_before_writing(ws: Workspace, case) -> No
 @given(case=_golden_record_defects("outcome-unhashable"))
 def test_record_unhashable_outcome_is_refused(scored: Workspace, case) -> None:
     check(scored, case)
-
-
-GUARD_DEFECTS = catalog.guards_defects(*(json.loads(GUARD_FILES[n]) for n in
-                                         ("policy.json", "inspect.json", "probe.json")))
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "GuardPolicy.from_json catches KeyError/TypeError from the constructor only: user without "
-    "':' is a ValueError traceback in uid_gid; a string policy is a ValueError from dict(); "
-    "env/tmpfs/labels of the wrong type are TypeErrors in check_outside/inside; scalar fields "
-    "of the wrong type load and the audit exits 1 ('stored verdict differs'), not 2"))
-@KNOWN
-@example(case=(GUARD["policy.json"], Damage("out-of-range", _json_put(
-    GUARD_FILES["policy.json"], ("user",), "65532"), ("user",), "user = '65532'"),
-    GUARD["policy.json"].commands[0]))
-@given(case=cases([(GUARD["policy.json"], GUARD_DEFECTS["policy.json"])]))
-def test_known_guard_policy_types_are_not_checked(ws: Workspace, case) -> None:
-    check(ws, case)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "guards.check_outside/check_inside call .get on the snapshots: an inspect.json or "
-    "probe.json that is not an object (or whose HostConfig/Config/facts is not one) is an "
-    "AttributeError traceback from `sandbench audit`"))
-@KNOWN
-@example(case=(GUARD["inspect.json"], Damage("wrong-type", b"[]\n", (), "inspect.json is []"),
-               GUARD["inspect.json"].commands[0]))
-@given(case=cases([(GUARD["inspect.json"], GUARD_DEFECTS["inspect.json"]),
-                   (GUARD["probe.json"], GUARD_DEFECTS["probe.json"])]))
-def test_known_guard_snapshot_shape_is_not_checked(ws: Workspace, case) -> None:
-    check(ws, case)
 
 
 @KNOWN
