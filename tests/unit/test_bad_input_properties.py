@@ -16,9 +16,9 @@ stderr naming the file and the key, nothing on stdout, no traceback; and nothing
 bench root or the project root changed.
 
 1,505 generated examples in the passing properties (max_examples below), deterministic
-(derandomize, no example database); about 25 s. The classes the readers get wrong today are
-separate properties marked xfail(strict=True), each with its minimal failing input as an
-explicit example and the finding in its reason; `pytest --runxfail` shows them failing.
+(derandomize, no example database); about 25 s. Each class a reader once got wrong is a
+separate property (settings KNOWN) with the minimal input that showed it as an explicit
+example, run first: a traceback, a silent acceptance or an error without the key.
 """
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ def props(n: int) -> settings:
                     suppress_health_check=[HealthCheck.too_slow])
 
 
-# A known defect: its minimal example runs first and fails; no shrinking is needed.
+# A defect once found: its minimal example runs first; no shrinking is needed.
 KNOWN = settings(max_examples=30, database=None, derandomize=True, deadline=None,
                  phases=[Phase.explicit, Phase.generate],
                  suppress_health_check=[HealthCheck.too_slow])
@@ -629,10 +629,19 @@ def test_record_schema_is_enforced(scored: Workspace, case) -> None:
     check(scored, case)
 
 
-# == known defects =================================================================================
-# Each property below fails today on the explicit example (the minimal input), and on most of
-# what it generates. xfail(strict=True): once the reader is fixed the property passes, the
-# xfail turns into a failure, and the mark is to be removed.
+@KNOWN
+@example(case=(RUN_JSON_FILE, Damage("wrong-type", _json_put(
+    RUN_JSON_BYTES, ("arms", "rg", "image"), None), ("arms.rg.image",), "arms.rg.image = null"),
+    SCORE))
+@given(case=cases([(RUN_JSON_FILE, catalog.run_json_defects(json.loads(RUN_JSON_BYTES))[
+    "arm-keys"])]))
+def test_run_json_arm_keys_are_named_with_the_arm(scored: Workspace, case) -> None:
+    check(scored, case)
+
+
+# == defects found and fixed, not tied to one file's section ======================================
+# Each property below failed once on its explicit example (the minimal input). A new defect
+# goes here as xfail(strict=True) with the finding in its reason, until its reader is fixed.
 
 @KNOWN
 @example(case=(CORPUS_LOCK, Damage("not-utf8", _replace(CORPUS, b"Tag 22.5.4.",
@@ -701,18 +710,3 @@ def test_record_unhashable_outcome_is_refused(scored: Workspace, case) -> None:
 @given(case=cases([(inp, deleted("recipe.toml")) for inp in RECIPE.values()]))
 def test_deleted_recipe_toml_is_named(ws: Workspace, case) -> None:
     check(ws, case)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "score.inputs._arm_runs checks each arm's keys with _at(run['arms'][name], key, ...), so "
-    "the error names `image` or `spec.parser`, not `arms.rg.image`: which arm is not said; "
-    "and check_seal calls run['arms'][arm].get(...) before that, so an arm that is not an "
-    "object is an AttributeError traceback from `sandbench score`"))
-@KNOWN
-@example(case=(RUN_JSON_FILE, Damage("wrong-type", _json_put(
-    RUN_JSON_BYTES, ("arms", "rg", "image"), None), ("arms.rg.image",), "arms.rg.image = null"),
-    SCORE))
-@given(case=cases([(RUN_JSON_FILE, catalog.run_json_defects(json.loads(RUN_JSON_BYTES))[
-    "arm-keys"])]))
-def test_known_run_json_arm_keys_are_named_without_the_arm(scored: Workspace, case) -> None:
-    check(scored, case)
