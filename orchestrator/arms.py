@@ -14,6 +14,7 @@ from typing import Any
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
 from orchestrator.sandbox import GIB, MIB, Limits
+from orchestrator.values import number
 
 ARM_KEYS = {"description", "image", "env", "limits", "parser", "setup", "tasks",
             "not_attempted"}
@@ -159,8 +160,8 @@ def _setup(path: Path, table: Any) -> Setup | None:
     if not isinstance(table, dict) or not set(table) <= {"argv", "timeout_s"} or "argv" not in table:
         raise _bad(path, "setup", "a table with argv and an optional timeout_s", table)
     timeout = table.get("timeout_s", DEFAULT_SETUP_TIMEOUT_S)
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        raise _bad(path, "setup.timeout_s", "a positive number of seconds", timeout)
+    number(path, "setup.timeout_s", timeout, "a positive number of seconds", minimum=0,
+           exclusive_minimum=True)
     return Setup(argv=_argv(path, "setup.argv", table["argv"], set()), timeout_s=float(timeout))
 
 
@@ -174,10 +175,9 @@ def _limits(path: Path, table: Any) -> Limits:
               **{key: getattr(defaults, field) // MIB for key, field in MIB_LIMITS.items()},
               **table}
     for key in ("pids", *MIB_LIMITS):
-        if not isinstance(values[key], int) or isinstance(values[key], bool) or values[key] <= 0:
-            raise _bad(path, f"limits.{key}", "a positive integer", values[key])
-    if not isinstance(values["cpus"], int | float) or values["cpus"] <= 0:
-        raise _bad(path, "limits.cpus", "a positive number", values["cpus"])
+        number(path, f"limits.{key}", values[key], "a positive integer", integer=True, minimum=1)
+    number(path, "limits.cpus", values["cpus"], "a positive number", minimum=0,
+           exclusive_minimum=True)
     return Limits(pids=values["pids"], cpus=float(values["cpus"]),
                   **{field: values[key] * MIB for key, field in MIB_LIMITS.items()})
 

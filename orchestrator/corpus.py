@@ -29,8 +29,9 @@ from typing import Any, Literal
 
 from orchestrator import __version__, demo_corpus, log
 from orchestrator.errors import InputError, SandbenchError
-from orchestrator.fsutil import atomic_write_json
+from orchestrator.fsutil import atomic_write_json, duplicate_toml_key
 from orchestrator.settings import Settings
+from orchestrator.values import number
 
 LOCK_NAME = "corpus.lock"
 LOCK_VERSION = 1
@@ -110,13 +111,11 @@ def load_lock(path: Path) -> dict[str, CorpusPin]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise _duplicate_table(path, text) or InputError(
+        raise _duplicate_table(path, text) or duplicate_toml_key(path, text, err) or InputError(
             f"{path}: not valid TOML: {err}", fix="fix the syntax at the position named",
             file=str(path)) from err
-    version = data.get("version")
-    if type(version) is not int or version != LOCK_VERSION:
-        raise InputError.bad_value(_where(path, text, None, "version"), "version",
-                                   f"version = {LOCK_VERSION}", version)
+    number(_where(path, text, None, "version"), "version", data.get("version"),
+           f"version = {LOCK_VERSION}", integer=True, minimum=LOCK_VERSION, maximum=LOCK_VERSION)
     pins: dict[str, CorpusPin] = {}
     for table, body in data.items():
         if table == "version":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 import tomllib
 from collections.abc import Iterable
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import InputError
+from orchestrator.values import key_path
 
 CHUNK = 1 << 20
 
@@ -70,21 +72,135 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_json(path: Path) -> Any:
-    """A JSON input, or one error naming the file: missing, or where it does not parse."""
+class _Duplicated(dict):  # type: ignore[type-arg]
+    """A JSON object in which `name` was written twice (json.loads would keep the last)."""
+
+    name = ""
+
+
+class _DuplicateName(ValueError):
+    pass
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _DuplicateName
+    return obj
+
+
+def _marked(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """As _unique, but an object with a duplicate is kept, marked, for _duplicate_at."""
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    marked = _Duplicated(obj)
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            marked.name = key
+            break
+        seen.add(key)
+    return marked
+
+
+def _duplicate_at(value: Any, where: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    if isinstance(value, _Duplicated):
+        return (*where, value.name)
+    members = value.items() if isinstance(value, dict) else \
+        enumerate(value) if isinstance(value, list) else ()
+    for key, item in members:
+        if found := _duplicate_at(item, (*where, key)):
+            return found
+    return None
+
+
+def read_json(path: Path, fix: str | None = None) -> Any:
+    """A JSON input, or one error naming the file: missing, where it does not parse, or the
+    key of a member written twice (json.loads would silently keep the last)."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
+        return json.loads(text, object_pairs_hook=_unique)
     except FileNotFoundError:
         raise InputError(f"{path} is missing", file=str(path)) from None
+    except _DuplicateName:
+        where = _duplicate_at(json.loads(text, object_pairs_hook=_marked)) or ()
+        raise InputError.bad_value(path, key_path(where), "each name once in its object",
+                                   "written twice", fix=fix) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: does not parse: {exc}", file=str(path)) from exc
+        raise InputError(f"{path}: does not parse: {exc}", fix=fix, file=str(path)) from exc
+
+
+_OVERWRITE = re.compile(r"Cannot overwrite a value \(at line (\d+), column \d+\)")
+# A key no input uses, added after a statement's preceding lines to find its table.
+_HERE = '\n"\\u0000" = 0\n'
+
+
+def _path_of(doc: Any, key: str) -> tuple[str | int, ...] | None:
+    """Where `key` is in a parsed TOML document (the last table of an array of tables)."""
+    if isinstance(doc, list) and doc:
+        found = _path_of(doc[-1], key)
+        return None if found is None else (len(doc) - 1, *found)
+    if not isinstance(doc, dict):
+        return None
+    if key in doc:
+        return ()
+    for name, value in doc.items():
+        if (found := _path_of(value, key)) is not None:
+            return (name, *found)
+    return None
+
+
+def _statement_key(line: str) -> tuple[str, ...] | None:
+    """The (dotted) key of a `key = value` line, parsed by tomllib itself."""
+    for at in (i for i, c in enumerate(line) if c == "="):
+        try:
+            doc: Any = tomllib.loads(line[:at] + "= 0")
+        except tomllib.TOMLDecodeError:
+            continue
+        parts: list[str] = []
+        while isinstance(doc, dict) and len(doc) == 1:
+            (name, doc), = doc.items()
+            parts.append(name)
+        return tuple(parts)
+    return None
+
+
+def duplicate_toml_key(path: Path, text: str, exc: tomllib.TOMLDecodeError) -> InputError | None:
+    """tomllib's 'Cannot overwrite a value (at line N)' as the dotted key written twice."""
+    if not (match := _OVERWRITE.search(str(exc))):
+        return None
+    lines = text.splitlines(keepends=True)
+    end = int(match.group(1))
+    for start in range(end, 0, -1):  # the statement may span lines: find where it begins
+        try:
+            if not tomllib.loads("".join(lines[start - 1:end])):
+                continue
+        except tomllib.TOMLDecodeError:
+            continue
+        key = _statement_key(lines[start - 1])
+        try:
+            before = tomllib.loads("".join(lines[:start - 1]) + _HERE)
+        except tomllib.TOMLDecodeError:
+            return None
+        table = _path_of(before, "\0")
+        if key is None or table is None:
+            return None
+        return InputError.bad_value(f"{path}:{end}", key_path((*table, *key)),
+                                    "a key written once", "written twice")
+    return None
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    """A TOML input, or one error naming the file: missing, or where it does not parse."""
+    """A TOML input, or one error naming the file: missing, where it does not parse, or the
+    dotted key written twice."""
     try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
+        return tomllib.loads(text)
     except FileNotFoundError:
         raise InputError(f"{path} is missing", file=str(path)) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except tomllib.TOMLDecodeError as exc:
+        raise duplicate_toml_key(path, text, exc) or InputError(
+            f"{path}: does not parse: {exc}", file=str(path)) from exc
+    except UnicodeDecodeError as exc:
         raise InputError(f"{path}: does not parse: {exc}", file=str(path)) from exc

@@ -20,6 +20,7 @@ from typing import Any
 
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json
+from orchestrator.values import check_schema, key_path
 
 PROBE_LOOKUP = "example.com"  # RFC 2606 documentation domain: resolvable only with a network
 PROBE_WRITE = "/.sandbench-probe-root-write"
@@ -89,7 +90,7 @@ class GuardPolicy:
         mounts = []
         member_types = {"source": str, "target": str, "read_only": bool}
         for i, m in enumerate(data["mounts"]):
-            _object(source, m, f"mounts[{i}]")
+            _object(source, m, key_path(("mounts", i)))
             for key in sorted(set(m) - {*member_types, "size_bytes"}):
                 raise _bad_member(source, i, key, f"one of {sorted(member_types)}", key)
             for key, kind in member_types.items():
@@ -132,13 +133,9 @@ def _bad_member(source: Path, index: int, key: str, expected: str, found: Any) -
                       file=str(source), key=key, expected=expected, found=found)
 
 
-def _object(source: Path, value: Any, key: str, members: tuple[str, ...] = ()) -> None:
-    """A snapshot (or part of one) must be a JSON object, as must each named member."""
+def _object(source: Path, value: Any, key: str) -> None:
     if not isinstance(value, dict):
         raise InputError.bad_value(source, key, "an object", value)
-    for member in members:
-        if member in value and value[member] is not None and not isinstance(value[member], dict):
-            raise InputError.bad_value(source, member, "an object", value[member])
 
 
 def _result(guard: str, side: str, expected: Any, found: Any, ok: bool | None = None
@@ -378,14 +375,13 @@ def audit(run_dir: Path) -> list[AuditedArm]:
     audited = []
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         policy = GuardPolicy.from_json(read_json(folder / "policy.json"), folder / "policy.json")
-        inspect = read_json(folder / "inspect.json")
-        _object(folder / "inspect.json", inspect, "(top level)",
-                ("HostConfig", "Config", "NetworkSettings"))
+        inspect = check_schema(folder / "inspect.json", read_json(folder / "inspect.json"),
+                               "guard-inspect.schema.json")
         results = check_outside(policy, inspect)
         probed = (folder / "probe.json").exists()
         if probed:
-            probe = read_json(folder / "probe.json")
-            _object(folder / "probe.json", probe, "(top level)", ("facts", "canary"))
+            probe = check_schema(folder / "probe.json", read_json(folder / "probe.json"),
+                                 "guard-probe.schema.json")
             results += check_inside(policy, probe)
         stored = read_json(folder / "verdict.json")
         recomputed = json.loads(json.dumps([asdict(r) for r in results]))

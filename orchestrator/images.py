@@ -28,8 +28,9 @@ from orchestrator import log
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, InputError, SandbenchError
 from orchestrator.fsutil import (atomic_write_json, atomic_write_text, canonical_json,
-                                 read_toml, sha256_bytes, sha256_file)
+                                 read_json, read_toml, sha256_bytes, sha256_file)
 from orchestrator.settings import Settings
+from orchestrator.values import check_schema
 
 LOCK_VERSION = 1
 REPOSITORY = "sandbench"
@@ -160,32 +161,14 @@ class ImageLock:
     path: Path
     images: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    ENTRY_KEYS = ("recipe_hash", "image_id", "tag", "build_seconds", "size_bytes")
-
     @classmethod
     def load(cls, path: Path) -> ImageLock:
+        """The lock, checked whole against orchestrator/schemas/images-lock.schema.json."""
         if not path.exists():
             return cls(path)
-        import json
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: does not parse as JSON: {exc}", file=str(path),
-                             fix="restore it, or delete it and rebuild the images") from exc
-        _require(isinstance(data, dict), path, "(top level)", "an object", type(data).__name__)
-        version = data.get("version")
-        _require(type(version) is int and version == LOCK_VERSION, path, "version",
-                 str(LOCK_VERSION), version)
-        images = data.get("images")
-        _require(isinstance(images, dict), path, "images", "an object", images)
-        for name, entry in images.items():
-            _require(isinstance(entry, dict), path, f"images.{name}", "an object", entry)
-            for key in cls.ENTRY_KEYS:
-                _require(key in entry, path, f"images.{name}.{key}", "present", None)
-            _require(isinstance(entry["image_id"], str)
-                     and entry["image_id"].startswith("sha256:"), path,
-                     f"images.{name}.image_id", "sha256:<hex>", entry["image_id"])
-        return cls(path, images)
+        data = check_schema(path, read_json(path, fix="restore it, or delete it and rebuild "
+                                                "the images"), "images-lock.schema.json")
+        return cls(path, data["images"])
 
     def save(self) -> None:
         atomic_write_json(self.path, {"version": LOCK_VERSION, "images": self.images})

@@ -21,6 +21,7 @@ from orchestrator.arms import KINDS
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
 from orchestrator.settings import Settings
+from orchestrator.values import number, repo_path
 
 LANGUAGES = {"csharp": "cs", "typescript": "ts", "rust": "rs"}
 SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_s",
@@ -91,7 +92,7 @@ def _str_list(path: Path, key: str, value: Any, allow_empty: bool) -> list[str]:
             or (not allow_empty and not value)):
         raise _bad(path, key, "a list of repo-relative paths" + ("" if allow_empty else
                    " (non-empty: an empty truth set satisfies every band vacuously)"), value)
-    return list(value)
+    return [repo_path(path, key, v) for v in value]
 
 
 def load_task(path: Path) -> Task:
@@ -125,13 +126,14 @@ def load_task(path: Path) -> Task:
                    unknown[0])
     for key, value in truth.items():
         if key == "primary":
-            if not isinstance(value, str) or not value:
-                raise _bad(path, "truth.primary", "a repo-relative path", value)
+            repo_path(path, "truth.primary", value)
         elif key == "types":
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise _bad(path, "truth.types", "a list of type names", value)
         else:
             _str_list(path, f"truth.{key}", value, allow_empty=key in optional)
+    if kind == "impact":
+        repo_path(path, "input.seed", inputs["seed"])
     if kind == "impact" and inputs["seed"] in truth["graded"]:
         raise _bad(path, "truth.graded", "files beyond the seed", inputs["seed"])
     return Task(id=data["id"], kind=kind, language=data["language"],
@@ -151,24 +153,32 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
         raise _bad(path, unknown[0], f"one of {sorted(SUITE_KEYS)}", unknown[0])
     if missing := sorted(SUITE_KEYS - set(data)):
         raise _bad(path, missing[0], "present", None)
-    if data["version"] != 1:
-        raise _bad(path, "version", "1", data["version"])
+    number(path, "version", data["version"], "1", integer=True, minimum=1, maximum=1)
     if data["name"] != name:
         raise _bad(path, "name", repr(name), data["name"])
     arms = data["arms"]
     if not isinstance(arms, list) or not arms or not all(isinstance(a, str) for a in arms):
         raise _bad(path, "arms", "a non-empty list of arm names", arms)
+    if twice := sorted({a for a in arms if arms.count(a) > 1}):
+        raise _bad(path, "arms", "each arm listed once", twice[0])
     if data["baseline"] not in arms:
         raise _bad(path, "baseline", f"one of the suite's arms {arms}", data["baseline"])
     for key in ("reps", "precision_cap", "top_k"):
-        if not isinstance(data[key], int) or isinstance(data[key], bool) or data[key] < 1:
-            raise _bad(path, key, "a positive integer", data[key])
-    if not isinstance(data["timeout_s"], int | float) or data["timeout_s"] <= 0:
-        raise _bad(path, "timeout_s", "a positive number of seconds", data["timeout_s"])
+        number(path, key, data[key], "a positive integer", integer=True, minimum=1)
+    number(path, "timeout_s", data["timeout_s"], "a positive number of seconds", minimum=0,
+           exclusive_minimum=True)
     bands = data["bands"]
-    if not isinstance(bands, dict) or set(bands) != BAND_KEYS or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in bands.values()):
+    if not isinstance(bands, dict) or set(bands) != BAND_KEYS:
         raise _bad(path, "bands", f"a table of numbers with exactly {sorted(BAND_KEYS)}", bands)
+    for key, value in bands.items():
+        if key == "references_correct_max_outside":
+            number(path, f"bands.{key}", value, "a whole number of files, 0 or more",
+                   integer=True, minimum=0)
+        else:
+            number(path, f"bands.{key}", value, "a fraction from 0 to 1", minimum=0, maximum=1)
+    if not isinstance(data["corpus"], str):
+        raise _bad(path, "corpus", "the id of a corpus in corpus.lock", data["corpus"])
+    _check_project(path, suites_dir.parent, data["corpus"], arms)
     tasks = tuple(load_task(p) for p in sorted((folder / "tasks").glob("*.toml")))
     if not tasks:
         raise InputError(f"{folder / 'tasks'}: the suite has no tasks", file=str(folder))
@@ -176,6 +186,20 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
                  baseline=data["baseline"], reps=data["reps"], timeout_s=float(data["timeout_s"]),
                  precision_cap=data["precision_cap"], top_k=data["top_k"],
                  bands={k: float(v) for k, v in bands.items()}, tasks=tasks)
+
+
+def _check_project(path: Path, project: Path, corpus_id: str, arms: list[str]) -> None:
+    """The corpus and arms a suite names exist in its project (the folder above suites/,
+    holding corpus.lock and arms/). A sealed suite copied out on its own, as `score` reads
+    one, has no project: the run it is scored with recorded both."""
+    lock = project / corpus.LOCK_NAME
+    if not lock.is_file():
+        return
+    if corpus_id not in (known := corpus.load_lock(lock)):
+        raise _bad(path, "corpus", f"one of the ids in {lock}: {sorted(known)}", corpus_id)
+    for arm in arms:
+        if not (spec := project / "arms" / f"{arm}.toml").is_file():
+            raise _bad(path, "arms", f"arms with a spec file ({spec} is missing)", arm)
 
 
 def check_truth_at_pin(suite: Suite, pristine: Path) -> None:

@@ -12,10 +12,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json
+from orchestrator.values import check_schema
 
 SCHEMA = "sandbench.exec-record/1"
+SCHEMA_FILE = "exec-record.schema.json"
 RECORD_NAME = "record.json"
 
 # Every failed exec carries exactly one of these, decided when it happens.
@@ -66,24 +67,9 @@ class ExecRecord:
 
     @classmethod
     def from_json(cls, data: Any, source: Path) -> ExecRecord:
-        if not isinstance(data, dict):
-            raise InputError.bad_value(source, "(top level)", "an object", type(data).__name__)
-        if data.get("schema") != SCHEMA:
-            raise InputError.bad_value(source, "schema", SCHEMA, data.get("schema"))
-        fields = {f for f in cls.__dataclass_fields__}
-        for key in sorted(fields):
-            if key not in data:
-                raise InputError.bad_value(source, key, "present", None)
-        for key in ("stdout", "stderr"):
-            stream = data[key]
-            want = StreamInfo.__dataclass_fields__
-            if not isinstance(stream, dict) or set(stream) != set(want):
-                raise InputError.bad_value(source, key, f"an object with {sorted(want)}",
-                                           stream)
-        if not isinstance(data["outcome"], str) or data["outcome"] not in OUTCOMES:
-            raise InputError.bad_value(source, "outcome", f"one of {sorted(OUTCOMES)}",
-                                       data["outcome"])
-        values = {k: data[k] for k in fields}
+        """A record read back, checked whole against its schema before any field is used."""
+        check_schema(source, data, SCHEMA_FILE)
+        values = {k: data[k] for k in cls.__dataclass_fields__}
         values["stdout"] = StreamInfo(**data["stdout"])
         values["stderr"] = StreamInfo(**data["stderr"])
         return cls(**values)

@@ -219,14 +219,14 @@ def _arm_runs(run: dict[str, Any], the_suite: suite_mod.Suite,
               source: Path) -> tuple[ArmRun, ...]:
     arms = []
     for name in the_suite.arms:
-        data = run["arms"].get(name)
-        if data is None:  # left out of the run (sandbench run --arm)
+        if name not in run["arms"]:  # left out of the run (sandbench run --arm)
             arms.append(ArmRun(name, {}, "absent", "not part of this run"))
             continue
+        data = run["arms"][name]
         if not isinstance(data, dict):
             raise InputError.bad_value(source, f"arms.{name}", "an object", data)
         for key, kinds in ARM_KEYS:
-            _at(data, key, kinds, source)
+            _at(run, f"arms.{name}.{key}", kinds, source)
         spec = data["spec"]
         for kind in KINDS:
             if kind not in spec["tasks"] and kind not in spec["not_attempted"]:
@@ -289,8 +289,8 @@ def load(run_dir: Path, suite_dir: Path) -> RunInputs:
     if the_suite.reps != run["suite"]["reps"]:
         raise InputError.bad_value(source, "suite.reps", str(the_suite.reps),
                                    run["suite"]["reps"])
+    arms = _arm_runs(run, the_suite, source)  # first: check_seal reads the arms' digests
     manifest, rows = check_seal(run, the_suite, source)
-    arms = _arm_runs(run, the_suite, source)
     reps: dict[tuple[str, str], tuple[Rep, ...]] = {}
     setup: dict[str, Rep | None] = {}
     state: dict[str, dict[str, Any] | None] = {}
