@@ -24,6 +24,8 @@ HEADER = """\
 # container. Host-specific values are variables; `sandbench compose export {suite}` writes
 # them for this host to bench/compose/{suite}.env (image ids from the image lock). To rerun an
 # arm by hand: docker-compose --env-file bench/compose/{suite}.env -f compose/{suite}.yml up -d ARM
+# A run's /corpus, /state and /out are file systems of their own (SANDBENCH_WORK/ARM/*.ext4):
+# mount each at SANDBENCH_WORK/ARM/NAME first (mount -o loop,nosuid,nodev IMAGE DIR).
 # The cgroup namespace is private in a run; Debian's docker-compose 1.29 has no key for it
 # (Compose v2 spells it `cgroup: private`), so it is recorded as x-sandbench-cgroupns.
 """
