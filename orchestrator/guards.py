@@ -406,9 +406,7 @@ def audit(run_dir: Path) -> list[AuditedArm]:
         inspect = read_json(folder / "inspect.json")
         _object(folder / "inspect.json", inspect, "(top level)",
                 ("HostConfig", "Config", "NetworkSettings"))
-        # A run stored before the helper was mounted has no host.json: its helper guards
-        # then fail, as they must.
-        host = read_json(folder / "host.json") if (folder / "host.json").exists() else {}
+        host = read_json(folder / "host.json")
         _object(folder / "host.json", host, "(top level)", ("helper",))
         results = check_outside(policy, inspect, host)
         probed = (folder / "probe.json").exists()
