@@ -796,6 +796,17 @@ def _import_helper(settings: Settings, archive: Path, helper: dict[str, Any]) ->
     _install_helper(settings.bench_root / rel, source.read_bytes())
 
 
+def share_lock(source: Settings, bench_root: Path) -> None:
+    """Give another bench root on this host the same images: a copy of the lock and of the
+    timing helper file it records (both host state)."""
+    bench_root.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(bench_root / source.images_lock.name, source.images_lock.read_bytes())
+    for entry in ImageLock.load(source.images_lock).images.values():
+        if isinstance(helper := entry.get("helper"), dict):
+            _install_helper(bench_root / helper["path"],
+                            (source.bench_root / helper["path"]).read_bytes())
+
+
 def listing(engine: Engine | None, settings: Settings) -> list[dict[str, Any]]:
     recipes = load_recipes(settings.images_dir)
     lock = ImageLock.load(settings.images_lock)
