@@ -1,5 +1,6 @@
 """The isolation policy: what a sandbox must look like, checked from outside (the engine's
-inspect) and from inside (the helper's probe), and re-checked offline by `audit`.
+inspect, and the host's hash of the helper file it mounts) and from inside (the helper's
+probe), and re-checked offline by `audit`.
 
 The policy is plain data stored with the run, and the checks are pure functions of the
 policy and the two snapshots, so an auditor on another machine recomputes every verdict

@@ -4,7 +4,9 @@ A recipe is a folder under images/ with a Dockerfile and a recipe.toml. Its hash
 every file of the folder, the build arguments and the parent image id, so an unchanged
 hash with the image present means the image is exactly what the recipe makes here, and is
 not rebuilt. The lock (bench/images.lock) is host state: image ids are per host; export and
-import move the exact images, with their lock entries, to another host.
+import move the exact images, with their lock entries, to another host. The recipe with a
+[helper] table also builds the static timing helper, which is copied out to bench/helper/
+(host state too: its sha256 is in that image's lock entry) and mounted into every sandbox.
 """
 
 from __future__ import annotations

@@ -446,6 +446,9 @@ def test_a_sweep_kills_what_earlier_execs_left_and_spares_pid_1(
     assert r["wall_ns"] < ex.elapsed * 1e9
     again = run_tool(helper, ["true"], "--sweep", prefix=sandbox_pids).result
     assert again["stray_swept"] == 0 and again["exit_code"] == 0
+    # kill(-1) spares the namespace's init: the same PID 1 still runs.
+    init = int(sandbox_pids[2])
+    assert Path(f"/proc/{init}/cmdline").read_bytes().split(b"\0")[1] == b"idle"
 
 
 def test_a_sweep_is_refused_where_kill_minus_1_would_reach_the_host(helper: Path) -> None:
