@@ -15,7 +15,7 @@ from typing import Any
 from orchestrator import arms, images, suite
 from orchestrator.errors import SandbenchError
 from orchestrator.fsutil import atomic_write_text
-from orchestrator.sandbox import Mount, SandboxSpec
+from orchestrator.sandbox import HELPER, HelperFile, Mount, SandboxSpec
 from orchestrator.settings import Settings
 
 HEADER = """\
@@ -28,6 +28,8 @@ HEADER = """\
 # mount each at SANDBENCH_WORK/ARM/NAME first (mount -o loop,nosuid,nodev IMAGE DIR).
 # The cgroup namespace is private in a run; Debian's docker-compose 1.29 has no key for it
 # (Compose v2 spells it `cgroup: private`), so it is recorded as x-sandbench-cgroupns.
+# The timing helper is the host's static build (bench/helper/, sha256 in the image lock),
+# mounted read-only at {helper}: PID 1 and every exec run it, never an image's copy.
 """
 
 
@@ -62,9 +64,16 @@ def _service(spec: SandboxSpec, arm: str) -> dict[str, Any]:
         "healthcheck": {"disable": True},
         "labels": {k: v for k, v in sorted(kw["labels"].items())
                    if k not in ("sandbench.run", "sandbench.tool_version")},
-        "volumes": [{"type": "bind", "source": f"${{SANDBENCH_WORK:?}}/{arm}/{m.target.strip('/')}",
-                     "target": m.target, "read_only": m.read_only} for m in spec.mounts],
+        "volumes": [{"type": "bind", "source": _source(m["Target"], arm), "target": m["Target"],
+                     "read_only": m["ReadOnly"]} for m in kw["mounts"]],
     }
+
+
+def _source(target: str, arm: str) -> str:
+    """A mount's host side as a variable: the host's helper file, or the arm's work dir."""
+    if target == HELPER:
+        return "${SANDBENCH_HELPER:?write bench/compose/*.env with sandbench compose export}"
+    return f"${{SANDBENCH_WORK:?}}/{arm}/{target.strip('/')}"
 
 
 def _yaml(value: Any, indent: int = 0) -> str:
@@ -90,10 +99,10 @@ def render(settings: Settings, suite_name: str) -> str:
     for arm in arms.load_arms(settings.arms_dir, list(the_suite.arms)):
         mounts = tuple(Mount(Path("/"), f"/{name}") for name in ("corpus", "state", "out"))
         spec = SandboxSpec(run_id="compose", arm=arm.name, image_id="", tool_version="",
-                           user="", env=arm.env, mounts=mounts, limits=arm.limits,
-                           workdir="/corpus")
+                           user="", env=arm.env, helper=HelperFile(Path("/"), ""),
+                           mounts=mounts, limits=arm.limits, workdir="/corpus")
         services[arm.name] = _service(spec, arm.name)
-    return HEADER.format(suite=suite_name) + _yaml({"services": services}) + "\n"
+    return HEADER.format(suite=suite_name, helper=HELPER) + _yaml({"services": services}) + "\n"
 
 
 def env_file(settings: Settings, suite_name: str, work: Path | None) -> str:
@@ -101,6 +110,10 @@ def env_file(settings: Settings, suite_name: str, work: Path | None) -> str:
     the_suite = suite.load_suite(settings.project_root / "suites", suite_name)
     lock = images.ImageLock.load(settings.images_lock)
     lines = [f"SANDBENCH_WORK={work or settings.bench_root / 'compose' / 'work'}"]
+    try:
+        lines.append(f"SANDBENCH_HELPER={lock.helper()[0]}")
+    except SandbenchError:
+        lines.append("# the timing helper is not built on this host: sandbench images build base")
     for arm in arms.load_arms(settings.arms_dir, list(the_suite.arms)):
         image_id = lock.images.get(arm.image, {}).get("image_id")
         if image_id is None:

@@ -1,6 +1,6 @@
 """The frame stream that `sandbench-exec` writes on its stdout, and a streaming decoder for it.
 
-Every measured command runs as `docker exec ... sandbench-exec run [opts] -- ARGV...`
+Every measured command runs as `docker exec ... sandbench-exec run --sweep [opts] -- ARGV...`
 (images/base/sandbench-exec.c). The helper never lets the tool write to its stdout: it
 re-emits the tool's stdout and stderr inside frames and ends with a result frame, so a
 hostile tool cannot forge its own figures. Each frame is
@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Final
 
-HELPER_VERSION: Final = "0.1.0"
+HELPER_VERSION: Final = "0.2.0"
 """The version `sandbench-exec` reports in `helper_version` (its HELPER_VERSION)."""
 
 FRAME_STDOUT: Final = b"o"
@@ -63,6 +63,7 @@ RESULT_SCHEMA: Final[dict[str, tuple[type, ...]]] = {
     "stdout_truncated": _BOOL,
     "stderr_truncated": _BOOL,
     "stray_killed": _INT,
+    "stray_swept": _INT,
     "spawn_error": _OPT_STR,
     "cap_bytes": _INT,
     "timeout_ms": _INT,
@@ -74,7 +75,7 @@ RESULT_KEYS: Final = frozenset(RESULT_SCHEMA)
 
 PROBE_KEYS: Final = frozenset({
     "helper_version", "uid", "gid", "groups", "status", "interfaces", "routes_v4",
-    "routes_v6", "lookup", "connect", "udp", "write", "mounts",
+    "routes_v6", "lookup", "connect", "udp", "write", "mounts", "image_helpers",
 })
 """Every key of a probe report. Facts only: the guards decide what passes."""
 

@@ -1,5 +1,6 @@
 """The isolation policy: what a sandbox must look like, checked from outside (the engine's
-inspect) and from inside (the helper's probe), and re-checked offline by `audit`.
+inspect, and the host's hash of the helper file it mounts) and from inside (the helper's
+probe), and re-checked offline by `audit`.
 
 The policy is plain data stored with the run, and the checks are pure functions of the
 policy and the two snapshots, so an auditor on another machine recomputes every verdict
@@ -24,7 +25,11 @@ from orchestrator.values import check_schema, key_path
 
 PROBE_LOOKUP = "example.com"  # RFC 2606 documentation domain: resolvable only with a network
 PROBE_WRITE = "/.sandbench-probe-root-write"
-HELPER_IDLE = "/usr/local/bin/sandbench-exec idle"
+# The host's static timing helper, bind-mounted read-only here in every sandbox; no image
+# provides this path, and PID 1, the probe and every exec run it by this path alone.
+HELPER_PATH = "/.sandbench/sandbench-exec"
+HELPER_IDLE = f"{HELPER_PATH} idle"
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 UNCONFINED = {"seccomp=unconfined", "apparmor=unconfined", "label=disable"}
 
 # Mount points the engine itself provides in every container (docker's defaults and its
@@ -68,9 +73,15 @@ class GuardPolicy:
     pids: int
     nano_cpus: int
     labels: dict[str, str] = field(default_factory=dict)
+    # The host file mounted at HELPER_PATH and the sha256 the image lock gives it.
+    helper: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def helper_mount(self) -> DeclaredMount:
+        return DeclaredMount(self.helper.get("source", ""), HELPER_PATH, True)
 
     @classmethod
     def from_json(cls, data: Any, source: Path) -> GuardPolicy:
@@ -111,7 +122,7 @@ class GuardPolicy:
 POLICY_TYPES = {"run_id": "str", "arm": "str", "image_id": "str", "user": "str",
                 "env": "list[str]", "mounts": "list", "tmpfs": "dict[str, str]",
                 "memory_bytes": "int", "pids": "int", "nano_cpus": "int",
-                "labels": "dict[str, str]"}
+                "labels": "dict[str, str]", "helper": "dict[str, str]"}
 
 
 def _is(value: Any, kind: str) -> bool:
@@ -143,8 +154,15 @@ def _result(guard: str, side: str, expected: Any, found: Any, ok: bool | None = 
     return GuardResult(guard, side, expected, found, expected == found if ok is None else ok)
 
 
-def check_outside(policy: GuardPolicy, inspect: dict[str, Any]) -> list[GuardResult]:
-    """Guards read from the engine's view of the container."""
+def helper_facts(path: Path, sha256: str | None, error: str | None) -> dict[str, Any]:
+    """The host-side snapshot: the helper file the sandbox mounted, as hashed on the host."""
+    return {"helper": {"path": str(path), "sha256": sha256, "error": error}}
+
+
+def check_outside(policy: GuardPolicy, inspect: dict[str, Any], host_facts: dict[str, Any]
+                  ) -> list[GuardResult]:
+    """Guards read from the engine's view of the container, and the host's own snapshot of
+    the helper file it mounted."""
     host = inspect.get("HostConfig") or {}
     config = inspect.get("Config") or {}
     out = "outside"
@@ -152,7 +170,13 @@ def check_outside(policy: GuardPolicy, inspect: dict[str, Any]) -> list[GuardRes
     security = host.get("SecurityOpt") or []
     mounts = sorted((m.get("Type"), m.get("Source"), m.get("Destination"), bool(m.get("RW")))
                     for m in inspect.get("Mounts") or [])
-    declared = sorted(("bind", m.source, m.target, not m.read_only) for m in policy.mounts)
+    declared = sorted(("bind", m.source, m.target, not m.read_only)
+                      for m in (*policy.mounts, policy.helper_mount))
+    helper_mount = next(({"source": m[1], "target": m[2], "read_only": not m[3]}
+                         for m in mounts if m[0] == "bind" and m[2] == HELPER_PATH),
+                        "not mounted")
+    hashed = host_facts.get("helper") if isinstance(host_facts.get("helper"), dict) else {}
+    expected_digest = policy.helper.get("sha256")
     networks = sorted((inspect.get("NetworkSettings") or {}).get("Networks") or {})
     user = config.get("User") or ""
     return [
@@ -175,6 +199,13 @@ def check_outside(policy: GuardPolicy, inspect: dict[str, Any]) -> list[GuardRes
         _result("memory_swap_bytes", out, policy.memory_bytes, host.get("MemorySwap")),
         _result("pids_limit", out, policy.pids, host.get("PidsLimit")),
         _result("nano_cpus", out, policy.nano_cpus, host.get("NanoCpus")),
+        _result("helper_mount", out, {"source": policy.helper.get("source"),
+                                      "target": HELPER_PATH, "read_only": True}, helper_mount),
+        _result("helper_digest", out, expected_digest,
+                hashed.get("error") or hashed.get("sha256") or "not hashed",
+                ok=hashed.get("error") is None and hashed.get("path") == policy.helper.get(
+                    "source") and hashed.get("sha256") == expected_digest
+                and SHA256_HEX.fullmatch(str(expected_digest)) is not None),
         _result("pid1", out, f"{HELPER_IDLE} as PID 1, no init wrapper",
                 " ".join([*(config.get("Entrypoint") or []), *(config.get("Cmd") or [])])
                 + (" under docker-init" if host.get("Init") else ""),
@@ -222,7 +253,7 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
     root_opts = str((by_point.get("/") or {}).get("options") or "").split(",")
     routes = [*(facts.get("routes_v4") or []), *(facts.get("routes_v6") or [])]
     off_lo = [r for r in routes if _route_device(r) != "lo"]
-    declared = {m.target: m for m in policy.mounts}
+    declared = {m.target: m for m in (*policy.mounts, policy.helper_mount)}
     expected_points = sorted([*declared, *policy.tmpfs])
     found_points = sorted(p for p in by_point if not _engine_mount(p) or p in declared
                           or p in policy.tmpfs)
@@ -257,6 +288,9 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
         _result("mount_sizes", inside, {t: f"<= {b}" for t, b in sorted(bounds.items())},
                 dict(sorted(sizes.items())),
                 ok=all(_is(sizes[t], "int") and 0 < sizes[t] <= b for t, b in bounds.items())),
+        # Arm images carry no helper: one of their own is stale or meant to be mistaken
+        # for the mounted one.
+        _result("image_helpers", inside, [], facts.get("image_helpers")),
     ]
 
 
@@ -340,14 +374,15 @@ def loopback_canary() -> Iterator[Canary]:
 
 # -- snapshots on disk ------------------------------------------------------------------------
 
-SNAPSHOT_FILES = ("policy.json", "inspect.json", "probe.json", "verdict.json")
+SNAPSHOT_FILES = ("policy.json", "inspect.json", "host.json", "probe.json", "verdict.json")
 
 
-def store(folder: Path, policy: GuardPolicy, inspect: dict[str, Any],
+def store(folder: Path, policy: GuardPolicy, inspect: dict[str, Any], host: dict[str, Any],
           probe: dict[str, Any] | None, results: list[GuardResult]) -> None:
-    """Both snapshots and the verdict, so `audit` can recompute it without an engine."""
+    """The snapshots and the verdict, so `audit` can recompute it without an engine."""
     atomic_write_json(folder / "policy.json", policy.to_json())
     atomic_write_json(folder / "inspect.json", inspect)
+    atomic_write_json(folder / "host.json", host)
     if probe is not None:
         atomic_write_json(folder / "probe.json", probe)
     atomic_write_json(folder / "verdict.json", [asdict(r) for r in results])
@@ -377,7 +412,9 @@ def audit(run_dir: Path) -> list[AuditedArm]:
         policy = GuardPolicy.from_json(read_json(folder / "policy.json"), folder / "policy.json")
         inspect = check_schema(folder / "inspect.json", read_json(folder / "inspect.json"),
                                "guard-inspect.schema.json")
-        results = check_outside(policy, inspect)
+        host = check_schema(folder / "host.json", read_json(folder / "host.json"),
+                            "guard-host.schema.json")
+        results = check_outside(policy, inspect, host)
         probed = (folder / "probe.json").exists()
         if probed:
             probe = check_schema(folder / "probe.json", read_json(folder / "probe.json"),

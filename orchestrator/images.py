@@ -4,15 +4,19 @@ A recipe is a folder under images/ with a Dockerfile and a recipe.toml. Its hash
 every file of the folder, the build arguments and the parent image id, so an unchanged
 hash with the image present means the image is exactly what the recipe makes here, and is
 not rebuilt. The lock (bench/images.lock) is host state: image ids are per host; export and
-import move the exact images, with their lock entries, to another host.
+import move the exact images, with their lock entries, to another host. The recipe with a
+[helper] table also builds the static timing helper, which is copied out to bench/helper/
+(host state too: its sha256 is in that image's lock entry) and mounted into every sandbox.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
 import time
 from collections.abc import Iterable
@@ -27,8 +31,9 @@ from orchestrator import engine as eng
 from orchestrator import log
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, InputError, SandbenchError
-from orchestrator.fsutil import (atomic_write_json, atomic_write_text, canonical_json,
-                                 read_json, read_toml, sha256_bytes, sha256_file)
+from orchestrator.fsutil import (atomic_write_bytes, atomic_write_json, atomic_write_text,
+                                 canonical_json, read_json, read_toml, sha256_bytes,
+                                 sha256_file)
 from orchestrator.settings import Settings
 from orchestrator.values import check_schema
 
@@ -38,9 +43,12 @@ BUILD_DIR = ".sandbench-build"
 DIGEST_PINNED = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
               "http_proxy", "https_proxy", "no_proxy", "all_proxy")
-RECIPE_KEYS = {"description", "parent", "tool_version", "bootstrap", "artifact"}
+RECIPE_KEYS = {"description", "parent", "tool_version", "bootstrap", "artifact", "target",
+               "helper"}
 ARTIFACT_DIR = "artifact"
 BOOTSTRAP_KEYS = {"suite", "variant"}
+HELPER_KEYS = {"stage", "path"}
+HELPER_DIR = "helper"  # under the bench root: host state, like the lock
 MANIFEST_USER = "65532:65532"
 
 logger = log.get(__name__)
@@ -53,6 +61,14 @@ class Bootstrap:
 
 
 @dataclass(frozen=True)
+class HelperBuild:
+    """The timing helper a recipe builds: the Dockerfile stage holding it, and its path."""
+
+    stage: str
+    path: str
+
+
+@dataclass(frozen=True)
 class Recipe:
     name: str
     path: Path
@@ -61,6 +77,8 @@ class Recipe:
     tool_version: tuple[str, ...]
     bootstrap: Bootstrap | None
     artifact: str | None = None  # a file the user supplies (--artifact NAME=PATH)
+    target: str | None = None  # the Dockerfile stage that is the image (default: the last)
+    helper: HelperBuild | None = None
 
     def files_digest(self) -> str:
         """sha256 over (relative path, mode bit for executables, bytes) of every file."""
@@ -111,8 +129,23 @@ def load_recipe(path: Path) -> Recipe:
     artifact = data.get("artifact")
     _require(artifact is None or isinstance(artifact, str) and re.fullmatch(r"[a-z0-9-]+",
              artifact) is not None, toml_path, "artifact", "a file name ([a-z0-9-])", artifact)
+    target = data.get("target")
+    _require(target is None or isinstance(target, str) and re.fullmatch(r"[a-z0-9-]+", target)
+             is not None, toml_path, "target", "a Dockerfile stage name", target)
+    helper = None
+    if "helper" in data:
+        table = data["helper"]
+        _require(isinstance(table, dict) and set(table) == HELPER_KEYS, toml_path, "helper",
+                 f"a table with exactly {sorted(HELPER_KEYS)}", table)
+        _require(isinstance(table["stage"], str) and re.fullmatch(r"[a-z0-9-]+", table["stage"])
+                 is not None, toml_path, "helper.stage", "a Dockerfile stage name",
+                 table["stage"])
+        _require(isinstance(table["path"], str) and table["path"].startswith("/"), toml_path,
+                 "helper.path", "an absolute path in that stage", table["path"])
+        helper = HelperBuild(stage=table["stage"], path=table["path"])
     return Recipe(name=name, path=path, description=description, parent=parent,
-                  tool_version=tuple(version), bootstrap=bootstrap, artifact=artifact)
+                  tool_version=tuple(version), bootstrap=bootstrap, artifact=artifact,
+                  target=target, helper=helper)
 
 
 def load_recipes(images_dir: Path) -> dict[str, Recipe]:
@@ -172,6 +205,18 @@ class ImageLock:
 
     def save(self) -> None:
         atomic_write_json(self.path, {"version": LOCK_VERSION, "images": self.images})
+
+    def helper(self) -> tuple[Path, str]:
+        """The host's timing helper (file under the bench root, sha256) from the lock entry
+        of the image that built it; every sandbox mounts it."""
+        entries = [e["helper"] for e in self.images.values() if isinstance(e.get("helper"), dict)]
+        if len(entries) != 1:
+            raise SandbenchError(f"the image lock {self.path} records {len(entries)} timing "
+                                 "helpers, expected exactly 1",
+                                 why="every sandbox mounts the helper the lock records",
+                                 fix="run: sandbench images build base")
+        entry = entries[0]
+        return self.path.parent / entry["path"], entry["sha256"]
 
     def image_id(self, name: str) -> str:
         try:
@@ -327,10 +372,11 @@ def _build_context(recipe: Recipe, into: Path, artifact: Path | None) -> Path:
     return ctx
 
 
-def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str,
+def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str | None,
                   build_args: dict[str, str], labels: dict[str, str],
-                  artifact: Path | None) -> str:
-    log_path = settings.bench_root / "image-builds" / f"{recipe.name}.log"
+                  artifact: Path | None, target: str | None = None) -> str:
+    stage = f"-{target}" if target and target != recipe.target else ""
+    log_path = settings.bench_root / "image-builds" / f"{recipe.name}{stage}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     api = engine.streaming_api(timeout_s=3600)
     scratch = settings.bench_root / "tmp"
@@ -342,7 +388,8 @@ def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str,
         ctx = _build_context(recipe, Path(tmp), artifact)
         stream = api.build(path=str(ctx), tag=tag, buildargs={**build_args,
                            **proxy_build_args()}, labels=labels, rm=True, forcerm=True,
-                           pull=False, nocache=True, decode=True)
+                           pull=False, nocache=True, decode=True,
+                           target=target or recipe.target)
         for chunk in stream:
             text = chunk.get("stream") or chunk.get("status") or ""
             if text:
@@ -355,9 +402,72 @@ def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str,
                                   fix=f"see the build log {log_path}")
             if aux := chunk.get("aux"):
                 image_id = aux.get("ID", image_id)
-    if image_id is None:
+    if image_id is None and tag is not None:
         image_id = engine.call("inspect built image", engine.api.inspect_image, tag)["Id"]
+    if image_id is None:
+        raise EngineError(f"the build of {recipe.name!r} named no image",
+                          fix=f"see the build log {log_path}")
     return image_id
+
+
+def _build_helper(engine: Engine, settings: Settings, recipe: Recipe,
+                  build_args: dict[str, str]) -> dict[str, Any]:
+    """Build the recipe's helper stage, copy the one file out of it to the bench root
+    (content-addressed, read-only) and remove what the build left, by id. Returns the
+    lock's `helper` member: path relative to the bench root, and sha256."""
+    assert recipe.helper is not None
+    labels = eng.base_labels(**{eng.LABEL_TEMPORARY: "true", eng.LABEL_IMAGE: recipe.name})
+    image_id = _docker_build(engine, settings, recipe, None, build_args, labels, None,
+                             target=recipe.helper.stage)
+    container_id = None
+    try:
+        container_id = engine.call("create helper container", engine.api.create_container,
+                                   image_id, [recipe.helper.path], labels=labels,
+                                   network_disabled=True)["Id"]
+        stream, _ = engine.call("copy the helper out", engine.api.get_archive, container_id,
+                                recipe.helper.path)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.next()
+            fh = tar.extractfile(member) if member is not None and member.isfile() else None
+            if fh is None:
+                raise EngineError(f"{recipe.helper.path} in the {recipe.helper.stage!r} stage "
+                                  f"of {recipe.name!r} is not a regular file")
+            data = fh.read()
+    finally:
+        if container_id is not None:
+            engine.call("remove helper container", engine.api.remove_container, container_id,
+                        force=True)
+        engine.call("remove helper image", engine.api.remove_image, image_id, force=True,
+                    noprune=False)
+    digest = sha256_bytes(data)
+    path = settings.bench_root / HELPER_DIR / f"sandbench-exec-{digest[:12]}"
+    _install_helper(path, data)
+    return {"path": path.relative_to(settings.bench_root).as_posix(), "sha256": digest,
+            "size_bytes": len(data)}
+
+
+def _install_helper(path: Path, data: bytes) -> None:
+    """The helper's bytes at `path`, read-only and executable for every uid (the sandbox
+    user owns nothing on the host)."""
+    atomic_write_bytes(path, data)
+    path.chmod(0o555)
+
+
+def _helper_missing(settings: Settings, entry: dict[str, Any]) -> str | None:
+    helper = entry.get("helper")
+    if not isinstance(helper, dict):
+        return "no helper in the lock entry"
+    return helper_problem(settings, helper)
+
+
+def helper_problem(settings: Settings, helper: dict[str, Any]) -> str | None:
+    """Why the host's copy of a locked helper cannot be mounted, or None."""
+    path = settings.bench_root / helper["path"]
+    if not path.is_file():
+        return f"{path} is missing"
+    if (found := sha256_file(path)) != helper["sha256"]:
+        return f"{path} has sha256 {found[:12]}, the lock says {helper['sha256'][:12]}"
+    return None
 
 
 def _in_image(engine: Engine, image_id: str, argv: list[str]) -> str:
@@ -457,6 +567,17 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
                                                                              ""))
         rhash = recipe_hash(recipe, build_args, parent_id)
         reason = _why_build(engine, entry, rhash, parent_changed)
+        if reason is None and recipe.helper is not None and (
+                missing := _helper_missing(settings, entry)):
+            if dry_run or engine is None:
+                outcomes.append(BuildOutcome(recipe.name, "would-build", missing))
+                continue
+            # The image is what the recipe makes; only the host's copy of its helper is not.
+            entry["helper"] = _build_helper(engine, settings, recipe, build_args)
+            lock.save()
+            outcomes.append(BuildOutcome(recipe.name, "built", f"helper only: {missing}",
+                                         entry["tag"], entry["image_id"]))
+            continue
         if reason is None:
             note = "recipe hash unchanged and image present"
             if engine is not None and _retag(engine, entry):
@@ -473,6 +594,8 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
         logger.info("build", image=recipe.name, reason=reason, tag=tag)
         started = time.monotonic()
         image_id = _docker_build(engine, settings, recipe, tag, build_args, labels, artifact)
+        helper = (_build_helper(engine, settings, recipe, build_args)
+                  if recipe.helper is not None else None)
         seconds = round(time.monotonic() - started, 3)
         size = engine.call("inspect image", engine.api.inspect_image, image_id)["Size"]
         lock.images[recipe.name] = {
@@ -480,6 +603,7 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
             "parent_id": parent_id, "build_args": build_args, "build_seconds": seconds,
             "size_bytes": size, "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             **({"base": base_info} if base_info else {}),
+            **({"helper": helper} if helper else {}),
             **({"artifact": {"name": recipe.artifact, "path": str(artifact),
                              "sha256": build_args["ARTIFACT_SHA256"]}} if artifact else {}),
             **_manifests(engine, settings, recipe, image_id)}
@@ -564,6 +688,13 @@ def verify(engine: Engine, settings: Settings) -> list[ImageCheck]:
                                          f"{entry['image_id']}"))
             else:
                 checks.append(ImageCheck(recipe.name, "ok", entry["image_id"][:19]))
+    for recipe in recipes.values():
+        if recipe.helper is not None and (entry := lock.images.get(recipe.name)) is not None:
+            problem = _helper_missing(settings, entry)
+            status = "ok" if problem is None else (
+                "mismatched" if "sha256" in problem else "missing")
+            checks.append(ImageCheck(f"{recipe.name} helper", status, problem or
+                                     f"sha256 {entry['helper']['sha256'][:12]}"))
     return checks
 
 
@@ -584,10 +715,21 @@ def export(engine: Engine, settings: Settings, names: list[str], out: Path) -> P
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
+    # The timing helper is a host file, not an image: it travels beside the archive.
+    helpers = [e["helper"] for e in entries.values() if isinstance(e.get("helper"), dict)]
+    for helper in helpers:
+        if problem := helper_problem(settings, helper):
+            raise SandbenchError(f"cannot export the timing helper: {problem}",
+                                 fix="run: sandbench images build base")
+        shutil.copyfile(settings.bench_root / helper["path"], _helper_file(out))
     sidecar = out.with_name(out.name + ".json")
     atomic_write_json(sidecar, {"version": LOCK_VERSION, "archive": out.name,
                                 "sha256": sha256_file(out), "images": entries})
     return sidecar
+
+
+def _helper_file(archive: Path) -> Path:
+    return archive.with_name(archive.name + ".helper")
 
 
 def import_(engine: Engine, settings: Settings, archive: Path) -> list[str]:
@@ -616,9 +758,39 @@ def import_(engine: Engine, settings: Settings, archive: Path) -> list[str]:
         if actual != entry["image_id"]:
             raise SandbenchError(f"imported image {name!r} has id {actual}, "
                                  f"expected {entry['image_id']}")
+        if isinstance(helper := entry.get("helper"), dict):
+            _import_helper(settings, archive, helper)
         lock.images[name] = entry
     lock.save()
     return sorted(meta["images"])
+
+
+def _import_helper(settings: Settings, archive: Path, helper: dict[str, Any]) -> None:
+    """The helper file exported beside the archive, installed where the lock entry says,
+    once its sha256 is the entry's."""
+    source = _helper_file(archive)
+    if not source.is_file():
+        raise InputError(f"{source} is missing", fix="export writes it beside the archive; "
+                         "copy it too", file=str(source))
+    if (found := sha256_file(source)) != helper.get("sha256"):
+        raise InputError.bad_value(source, "helper.sha256", helper.get("sha256"), found,
+                                   fix="the helper was altered or truncated in transit")
+    rel = Path(str(helper.get("path", "")))
+    if rel.is_absolute() or ".." in rel.parts or rel.parts[:1] != (HELPER_DIR,):
+        raise InputError.bad_value(source, "helper.path", f"a path under {HELPER_DIR}/",
+                                   helper.get("path"))
+    _install_helper(settings.bench_root / rel, source.read_bytes())
+
+
+def share_lock(source: Settings, bench_root: Path) -> None:
+    """Give another bench root on this host the same images: a copy of the lock and of the
+    timing helper file it records (both host state)."""
+    bench_root.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(bench_root / source.images_lock.name, source.images_lock.read_bytes())
+    for entry in ImageLock.load(source.images_lock).images.values():
+        if isinstance(helper := entry.get("helper"), dict):
+            _install_helper(bench_root / helper["path"],
+                            (source.bench_root / helper["path"]).read_bytes())
 
 
 def listing(engine: Engine | None, settings: Settings) -> list[dict[str, Any]]:

@@ -2,14 +2,17 @@
 
 The container is created from the locked image id with no network, a read-only root, a
 size-limited /tmp, no capabilities, no-new-privileges, a non-root user, pids/memory/CPU
-limits and an init process. It holds only the mounts the caller declares and exactly the
-environment the arm declares. Every measured command runs through `docker exec` wrapped by
-`sandbench-exec`, which times the tool's process tree inside the container and frames its
-output so the tool cannot forge the figures.
+limits and the timing helper as PID 1. It holds only the mounts the caller declares, plus the
+host's static `sandbench-exec` (its sha256 in the image lock) bind-mounted read-only at a path
+no image provides, and exactly the environment the arm declares. Every measured command runs
+through `docker exec` of that mounted helper, which times the tool's process tree inside the
+container and frames its output so the tool cannot forge the figures.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
 import tempfile
 import threading
@@ -27,9 +30,10 @@ from orchestrator import engine as eng
 from orchestrator import execproto, guards, log
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, GuardViolation, SandbenchError
-from orchestrator.transcripts import ExecRecord, StreamInfo, classify, timing_flags, write_record
+from orchestrator.transcripts import (ExecRecord, StreamInfo, classify, sweep_flags,
+                                      timing_flags, write_record)
 
-HELPER = "/usr/local/bin/sandbench-exec"
+HELPER = guards.HELPER_PATH
 GIB = 1 << 30
 MIB = 1 << 20
 HOST_MARGIN_S = 30.0
@@ -63,6 +67,14 @@ class Mount:
 
 
 @dataclass(frozen=True)
+class HelperFile:
+    """The host's timing helper as the image lock records it."""
+
+    source: Path
+    sha256: str
+
+
+@dataclass(frozen=True)
 class SandboxSpec:
     run_id: str
     arm: str
@@ -70,6 +82,7 @@ class SandboxSpec:
     tool_version: str
     user: str
     env: dict[str, str]
+    helper: HelperFile
     mounts: tuple[Mount, ...] = ()
     limits: Limits = field(default_factory=Limits)
     workdir: str = "/"
@@ -78,6 +91,11 @@ class SandboxSpec:
     def labels(self) -> dict[str, str]:
         return eng.base_labels(**{eng.LABEL_RUN: self.run_id, eng.LABEL_ARM: self.arm,
                                   eng.LABEL_TOOL_VERSION: self.tool_version[:200]})
+
+    @property
+    def helper_mount(self) -> Mount:
+        """The host's helper, read-only, at the one path every exec and PID 1 run."""
+        return Mount(self.helper.source, HELPER, read_only=True)
 
     @property
     def tmpfs(self) -> dict[str, str]:
@@ -115,7 +133,8 @@ class SandboxSpec:
             "healthcheck": {"test": ["NONE"]},
             "labels": self.labels,
             "mounts": [docker.types.Mount(target=m.target, source=str(m.source), type="bind",
-                                          read_only=m.read_only) for m in self.mounts],
+                                          read_only=m.read_only)
+                       for m in (*self.mounts, self.helper_mount)],
             "detach": True,
         }
 
@@ -161,6 +180,7 @@ class Sandbox:
         self.spec = spec
         self.container_id: str | None = None
         self.policy: guards.GuardPolicy | None = None
+        self.host: dict[str, Any] = {}
 
     def __enter__(self) -> Sandbox:
         try:
@@ -182,23 +202,49 @@ class Sandbox:
                            error=err.what)
 
     def start(self) -> None:
+        """Create and start the container. When the host's helper cannot even be opened no
+        container is made, and `verify` refuses the arm on the helper's guard."""
         image = self.engine.call("inspect image", self.engine.api.inspect_image,
                                  self.spec.image_id)
         image_env = image.get("Config", {}).get("Env") or []
-        kwargs = self.spec.create_kwargs()
-        container = self.engine.call(f"create container for {self.spec.arm}",
-                                     self.engine.client.containers.create, **kwargs)
-        self.container_id = container.id
-        self.engine.call("start container", self.engine.api.start, container.id)
-        self.policy = guards.GuardPolicy(
-            run_id=self.spec.run_id, arm=self.spec.arm, image_id=image["Id"],
+        self.policy = self._policy(image["Id"], image_env)
+        source = self.spec.helper.source
+        try:
+            helper = open(source, "rb")  # noqa: SIM115 - held open across the start
+        except OSError as exc:
+            self.host = guards.helper_facts(source, None, _errno_text(exc))
+            logger.error("helper_unreadable", arm=self.spec.arm, path=str(source),
+                         error=str(exc))
+            return
+        with helper:
+            # The digest is of the file the engine mounted: the one opened before the start,
+            # and still the one at the path after it.
+            opened = os.fstat(helper.fileno())
+            container = self.engine.call(f"create container for {self.spec.arm}",
+                                         self.engine.client.containers.create,
+                                         **self.spec.create_kwargs())
+            self.container_id = container.id
+            self.engine.call("start container", self.engine.api.start, container.id)
+            digest = hashlib.file_digest(helper, "sha256").hexdigest()
+            try:
+                now = os.stat(source)
+                same = (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino)
+            except OSError:
+                same = False
+            self.host = guards.helper_facts(source, digest, None if same else
+                                            "replaced while the sandbox started")
+        logger.info("sandbox_started", arm=self.spec.arm, container=container.id[:12])
+
+    def _policy(self, image_id: str, image_env: list[str]) -> guards.GuardPolicy:
+        return guards.GuardPolicy(
+            run_id=self.spec.run_id, arm=self.spec.arm, image_id=image_id,
             user=self.spec.user, env=_merge_env(image_env, self.spec.env),
             mounts=[guards.DeclaredMount(str(m.source), m.target, m.read_only, m.size_bytes)
                     for m in self.spec.mounts],
             tmpfs=self.spec.tmpfs, memory_bytes=self.spec.limits.memory_bytes,
             pids=self.spec.limits.pids, nano_cpus=self.spec.limits.nano_cpus,
-            labels={eng.LABEL_RUN: self.spec.run_id, eng.LABEL_ARM: self.spec.arm})
-        logger.info("sandbox_started", arm=self.spec.arm, container=container.id[:12])
+            labels={eng.LABEL_RUN: self.spec.run_id, eng.LABEL_ARM: self.spec.arm},
+            helper={"source": str(self.spec.helper.source), "sha256": self.spec.helper.sha256})
 
     def remove(self) -> None:
         if self.container_id is None:
@@ -232,8 +278,10 @@ class Sandbox:
         """Outside first; only a container that passes it runs the probe. Both snapshots and
         the verdict are stored in `folder`; any failure refuses the arm."""
         assert self.policy is not None
-        inspect = self.inspect()
-        results = guards.check_outside(self.policy, inspect)
+        # No container means start() could not open the helper: every outside guard is
+        # judged on an empty inspect, and the helper's guard says why.
+        inspect = self.inspect() if self.container_id is not None else {}
+        results = guards.check_outside(self.policy, inspect, self.host)
         probe = None
         if not guards.failures(results):
             with guards.loopback_canary() as canary:
@@ -241,8 +289,10 @@ class Sandbox:
                 time.sleep(0.05)  # let a datagram that did escape reach the canary
                 probe = {"facts": facts, "canary": canary.snapshot()}
             results += guards.check_inside(self.policy, probe)
-        guards.store(folder, self.policy, inspect, probe, results)
+        guards.store(folder, self.policy, inspect, self.host, probe, results)
         if failed := guards.failures(results):
+            if not inspect:
+                failed = [r for r in failed if r.guard == "helper_digest"]
             raise GuardViolation(self.spec.arm, failed)
         logger.info("guards_verified", arm=self.spec.arm, guards=len(results))
         return results
@@ -264,7 +314,7 @@ class Sandbox:
         """Run `argv` under the timing helper; stream stdout and stderr to `cell_dir` and
         write its record last, atomically."""
         cell_dir.mkdir(parents=True, exist_ok=True)
-        helper_argv = [HELPER, "run", "--timeout-ms", str(int(timeout_s * 1000)),
+        helper_argv = [HELPER, "run", "--sweep", "--timeout-ms", str(int(timeout_s * 1000)),
                        "--grace-ms", str(int(grace_s * 1000)), "--cap-bytes", str(cap_bytes),
                        "--cwd", workdir or self.spec.workdir, "--", *argv]
         started_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -288,7 +338,7 @@ class Sandbox:
         outcome = classify(result, decoded.protocol_error, meta["helper_exit"],
                            meta["host_timed_out"], running)
         r = result or {}
-        flags = timing_flags(r.get("wall_ns"), bracket_ns)
+        flags = timing_flags(r.get("wall_ns"), bracket_ns) + sweep_flags(r.get("stray_swept"))
         if meta["host_timed_out"]:
             flags.append("host-backstop")
         record = ExecRecord(
@@ -308,7 +358,8 @@ class Sandbox:
                   "timed_out": bool(r.get("timed_out")) or meta["host_timed_out"],
                   "host_timed_out": meta["host_timed_out"],
                   "oom_killed": outcome == "oom", "oom_kills": r.get("oom_kills"),
-                  "spawn_error": r.get("spawn_error"), "stray_killed": r.get("stray_killed")},
+                  "spawn_error": r.get("spawn_error"), "stray_killed": r.get("stray_killed"),
+                  "stray_swept": r.get("stray_swept")},
             stdout=_stream_info("stdout", r, decoded.stdout_written, decoded.stdout_sha256),
             stderr=_stream_info("stderr", r, decoded.stderr_written, decoded.stderr_sha256),
             helper={"version": r.get("helper_version"), "exit_code": meta["helper_exit"],
@@ -378,6 +429,11 @@ def _stream_info(name: str, result: dict[str, Any], kept: int, sha256: str) -> S
 class _Discard:
     def write(self, data: bytes) -> int:
         return len(data)
+
+
+def _errno_text(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0, "OSError")
+    return f"{name}: {exc.strerror or exc}"
 
 
 def _merge_env(image_env: list[str], declared: dict[str, str]) -> list[str]:

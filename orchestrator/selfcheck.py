@@ -13,7 +13,8 @@ from orchestrator import guards, images, log, rundir, workfs
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.images import ImageLock
-from orchestrator.sandbox import Mount, Sandbox, SandboxSpec, default_user, prepare_writable
+from orchestrator.sandbox import (HelperFile, Mount, Sandbox, SandboxSpec, default_user,
+                                  prepare_writable)
 from orchestrator.settings import Settings
 from orchestrator.transcripts import ExecRecord
 
@@ -35,9 +36,11 @@ def sandbox_spec(lock: ImageLock, arm: arms_mod.ArmSpec, run_id: str, work: Path
     if home.startswith("/state/"):
         prepare_writable(work / "state" / home.removeprefix("/state/"), user, within=work)
     entry = lock.images.get(arm.image, {})
+    helper, digest = lock.helper()
     return SandboxSpec(run_id=run_id, arm=arm.name, image_id=lock.image_id(arm.image),
                        tool_version=entry.get("tool_version", ""), user=user, env=arm.env,
-                       mounts=tuple(mounts), limits=arm.limits, workdir="/corpus")
+                       helper=HelperFile(helper, digest), mounts=tuple(mounts),
+                       limits=arm.limits, workdir="/corpus")
 
 
 @contextmanager

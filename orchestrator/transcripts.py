@@ -107,6 +107,12 @@ def classify(result: dict[str, Any] | None, protocol_error: str | None, helper_e
     return "ok"
 
 
+def sweep_flags(swept: int | None) -> list[str]:
+    """Processes an earlier exec left running (a daemon whose helper was killed) were
+    killed before this tool started: the cell is flagged, the tool in it is not failed."""
+    return ["stray-processes"] if swept else []
+
+
 def timing_flags(wall_ns: int | None, bracket_ns: int) -> list[str]:
     """A figure the tool could only have produced by forging it is flagged, never trusted."""
     if wall_ns is None:

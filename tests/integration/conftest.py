@@ -31,8 +31,7 @@ def built(engine: Engine) -> Settings:
 def bench(built: Settings, tmp_path: Path) -> Iterator[Settings]:
     """The built images' lock with a private bench root for this test's runs."""
     private = Settings(project_root=built.project_root, bench_root=tmp_path / "bench")
-    private.bench_root.mkdir()
-    (private.bench_root / "images.lock").write_bytes(built.images_lock.read_bytes())
+    images.share_lock(built, private.bench_root)
     yield private
 
 
@@ -56,7 +55,6 @@ def project_copy(built: Settings, root: Path) -> Settings:
             (project / part).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, project / part)
     settings = Settings(project_root=project, bench_root=root / "bench")
-    settings.bench_root.mkdir(parents=True, exist_ok=True)
-    (settings.bench_root / "images.lock").write_bytes(built.images_lock.read_bytes())
+    images.share_lock(built, settings.bench_root)
     corpus.fetch(corpus.load_lock(project / "corpus.lock")["demo"], settings)
     return settings

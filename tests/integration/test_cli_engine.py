@@ -48,7 +48,7 @@ def test_sandbox_exec_keeps_the_transcript(bench: Settings) -> None:
 def test_verify_is_clean_and_a_noop_build_says_so(bench: Settings) -> None:
     result = _invoke("images", "verify", "--bench-root", str(bench.bench_root))
     assert result.exit_code == 0, result.output
-    assert result.output.count(" ok ") == 5
+    assert result.output.count(" ok ") == 6  # five images and the base's helper
     build = _invoke("images", "build", "--bench-root", str(bench.bench_root), "--json")
     actions = {o["name"]: o["action"] for o in json.loads(build.stdout)}
     assert actions.pop("devscout") == "unavailable"
@@ -78,6 +78,10 @@ def test_export_then_import_restores_the_exact_images(engine: Engine, bench: Set
     assert imported.exit_code == 0, imported.output
     again = images.ImageLock.load(other.images_lock)
     assert again.image_id("rg") == images.ImageLock.load(bench.images_lock).image_id("rg")
+    # The timing helper travels beside the archive and lands where the lock says.
+    helper, digest = again.helper()
+    assert helper.is_relative_to(other.bench_root) and images.sha256_file(helper) == digest
+    assert digest == images.ImageLock.load(bench.images_lock).helper()[1]
     with archive.open("r+b") as fh:
         fh.seek(4096)
         fh.write(b"tampered")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import cleanup, corpus, parsers, run, suite, workfs
+from orchestrator import cleanup, corpus, images, parsers, run, suite, workfs
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings
 
@@ -31,8 +31,7 @@ def _with_demo(settings: Settings) -> Settings:
 def demo_run(engine: Engine, built: Settings, tmp_path_factory: pytest.TempPathFactory
              ) -> tuple[Settings, Path]:
     root = tmp_path_factory.mktemp("demo-run") / "bench"
-    root.mkdir()
-    (root / "images.lock").write_bytes(built.images_lock.read_bytes())
+    images.share_lock(built, root)
     settings = _with_demo(Settings(project_root=built.project_root, bench_root=root))
     return settings, run.execute(engine, settings, "demo", jobs=1)
 

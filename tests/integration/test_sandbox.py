@@ -14,7 +14,8 @@ import pytest
 from orchestrator import cleanup, guards, images
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
-from orchestrator.sandbox import MIB, Limits, Mount, Sandbox, SandboxSpec, default_user
+from orchestrator.sandbox import (MIB, HelperFile, Limits, Mount, Sandbox, SandboxSpec,
+                                  default_user)
 from orchestrator.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -30,7 +31,8 @@ def _spec(settings: Settings, image: str, tmp_path: Path, **limits: int) -> Sand
         mounts.append(Mount(tmp_path / name, f"/{name}"))
     return SandboxSpec(run_id=f"test-{tmp_path.name}"[:60], arm=image,
                        image_id=lock.image_id(image), tool_version="test", user=user,
-                       env={"HOME": "/state"}, mounts=tuple(mounts),
+                       env={"HOME": "/state"}, helper=HelperFile(*lock.helper()),
+                       mounts=tuple(mounts),
                        limits=dataclasses.replace(Limits(), **limits), workdir="/corpus")
 
 

@@ -270,8 +270,7 @@ def world(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     root = tmp_path_factory.mktemp("security")
     project, bench = root / "project", root / "bench"
     _copy_project(project)
-    bench.mkdir()
-    (bench / "images.lock").write_bytes(real.images_lock.read_bytes())
+    images.share_lock(real, bench)
     settings = Settings(project_root=project, bench_root=bench)
     token = f"s{secrets.token_hex(6)}"
     built = _build_hostile(engine, settings, token)

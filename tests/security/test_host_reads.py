@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 # Out of reach: a host path is not mounted at all (ENOENT); the same path through
 # /proc/1/root is refused earlier, at PID 1's proc entry (the idle helper is non-dumpable).
 DENIED = {"ENOENT", "EACCES"}
-IDLE = "/usr/local/bin/sandbench-exec idle"
+IDLE = "/.sandbench/sandbench-exec idle"
 
 
 def _files_holding(root: os.PathLike, needles: list[bytes]) -> tuple[int, list[str]]:
@@ -81,7 +81,7 @@ def test_no_engine_socket_is_reachable(main_run: MainRun) -> None:
     visible = tried["processes visible"][1].split(" | ")
     assert len(visible) == 3, visible
     assert visible[0] == f"1:{IDLE}"
-    assert visible[1].split(":", 1)[1].startswith("/usr/local/bin/sandbench-exec run ")
+    assert visible[1].split(":", 1)[1].startswith("/.sandbench/sandbench-exec run --sweep ")
     assert visible[2].split(":", 1)[1].startswith("/usr/bin/python3 /usr/local/bin/attack read")
     assert "docker-init" not in tried["processes visible"][1]
 

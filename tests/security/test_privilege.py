@@ -13,6 +13,7 @@ import pytest
 from orchestrator import images
 from orchestrator.errors import GuardViolation
 from orchestrator.sandbox import (
+    HelperFile,
     Mount,
     Sandbox,
     SandboxSpec,
@@ -75,7 +76,7 @@ def test_pid1_is_the_idle_helper_and_cannot_be_traced_or_read(main_run: MainRun)
     its /proc entries (environ, root, exe, fd) are open to the tool, though it is the same
     uid; every path through /proc/1/root in the other attacks stops at EACCES."""
     tried = main_run.attempts("h-priv", 1)
-    assert tried["PID 1"] == ("IS", "/usr/local/bin/sandbench-exec idle")
+    assert tried["PID 1"] == ("IS", "/.sandbench/sandbench-exec idle")
     assert tried["ptrace ATTACH PID 1"][0] == "EPERM", tried["ptrace ATTACH PID 1"]
     for what in ("read /proc/1/environ", "listdir /proc/1/root", "readlink /proc/1/exe"):
         assert tried[what][0] == "EACCES", (what, tried[what])
@@ -152,7 +153,8 @@ def test_a_sandbox_opting_out_of_confinement_is_refused(world: World, tmp_path: 
         mounts.append(Mount(tmp_path / name, f"/{name}"))
     spec = Unconfined(run_id=f"security-{tmp_path.name}"[:60], arm="h-seccomp",
                       image_id=lock.image_id("hostile"), tool_version="test", user=user,
-                      env={}, mounts=tuple(mounts), workdir="/corpus", opt_out=opt_out)
+                      env={}, helper=HelperFile(*lock.helper()), mounts=tuple(mounts),
+                      workdir="/corpus", opt_out=opt_out)
     with Sandbox(world.engine, spec) as box, pytest.raises(GuardViolation) as refused:
         box.verify(tmp_path / "guards")
     failed = refused.value.data["failures"]

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 def test_the_root_file_system_and_etc_refuse_every_write(main_run: MainRun) -> None:
     tried = main_run.attempts("h-write", 0)
     inside = ["/sandbench-hostile", "/etc/passwd", "/etc/sandbench-hostile", "/etc/hosts",
-              "/etc/resolv.conf", "/etc/hostname", "/usr/local/bin/sandbench-exec",
+              "/etc/resolv.conf", "/etc/hostname", "/.sandbench/sandbench-exec",
               "/usr/bin/rg", "/var/tmp/x", "/root/x", "/sys/fs/cgroup/pids/pids.max",
               "/proc/sys/kernel/hostname", "/proc/sysrq-trigger"]
     for what in (f"write {path}" for path in inside):
@@ -87,44 +87,41 @@ def test_a_tool_that_kills_its_helper_is_marked_tampered(main_run: MainRun) -> N
     assert main_run.record("h-write", 3).outcome == "ok"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "GAP: what a tool started survives a helper it killed. With the helper (the subreaper) "
-    "gone, the daemon is reparented to PID 1, the idle helper, which reaps orphans but never "
-    "kills them, and runs on through every later cell of the arm, unswept and unflagged: a "
-    "resident server can answer 'cold' invocations. Fix: "
-    "before each exec (and after any non-ok one) list the container's processes (engine "
-    "`top`, or `sandbench-exec sweep` run as a separate exec that kills every process but "
-    "PID 1 and the idle helper) and flag the cell `stray-processes`."))
 def test_nothing_a_tool_started_outlives_the_helper_it_killed(main_run: MainRun) -> None:
-    if main_run.record("h-write", 3).flags:
-        return  # detected: the cell the daemon lived through is flagged
+    """With its helper (the subreaper) killed, the daemon was reparented to PID 1, which
+    reaps but never kills: the next exec's helper sweeps the container before its tool
+    starts, and flags that cell (the tool in it did nothing wrong)."""
+    record = main_run.record("h-write", 3)
+    assert record.flags == ["stray-processes"], record.flags
+    assert record.exit["stray_swept"] >= 1 and record.outcome == "ok"
     tried = main_run.attempts("h-write", 3)
-    assert tried["daemon heartbeat"][0] == "STILL", tried["daemon heartbeat"]
     assert tried["daemon process"][0] == "GONE", tried["daemon process"]
+    assert tried["daemon heartbeat"][0] == "STILL", tried["daemon heartbeat"]
+    # Only that cell: no other cell of any arm found anything to sweep.
+    swept = sorted(p.parent.relative_to(main_run.run_dir).as_posix()
+                   for p in (main_run.run_dir / "cells").glob("*/*/*/record.json")
+                   if "stray-processes" in read_record(p).flags)
+    assert swept == [main_run.cell("h-write", 3).relative_to(main_run.run_dir).as_posix()]
 
 
-def test_a_forged_impossible_wall_time_is_flagged(main_run: MainRun) -> None:
-    record = main_run.record("h-helper", 0)
-    assert record.timing["wall_ns"] == 10**15
-    assert "impossible-timing" in record.flags
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "GAP: the timing helper is trusted from the arm's own image. An image that replaces "
-    "/usr/local/bin/sandbench-exec (here a script that runs the real helper for idle and "
-    "probe, so every guard passes) reports any figures it likes; only an impossible wall "
-    "time is flagged. Fix: never run the image's copy: bind-mount the helper read-only "
-    "from a host file whose sha256 is in the lock (built static, so LD_PRELOAD or "
-    "/etc/ld.so.preload in the image cannot reach it either), exec it by that path, and "
-    "add a guard comparing the mounted file's digest. The same copy is PID 1 (`idle`): "
-    "guard pid1 checks only the Cmd string, so the image also decides whether PID 1 is the "
-    "signal-proof, non-dumpable helper."))
 def test_a_replaced_timing_helper_is_refused_or_its_cells_flagged(main_run: MainRun) -> None:
-    if main_run.meta["arms"]["h-helper"].get("refused"):
+    """The image brings a forging sandbench-exec, on PATH and at the mount's own path. Never
+    run: PID 1, the probe and every exec use the host's helper mounted over it (guards
+    helper_mount, helper_digest, pid1 pass), and the arm is refused because the image carries
+    a helper at all."""
+    if not main_run.meta["arms"]["h-helper"].get("refused"):
+        unflagged = [p for p in (main_run.run_dir / "cells" / "h-helper").glob("*/*/record.json")
+                     if not read_record(p).flags and read_record(p).outcome == "ok"]
+        assert unflagged == []
         return
-    unflagged = [p for p in (main_run.run_dir / "cells" / "h-helper").glob("*/*/record.json")
-                 if not read_record(p).flags and read_record(p).outcome == "ok"]
-    assert unflagged == []
+    folder = main_run.run_dir / "guards" / "h-helper"
+    verdict = {r["guard"]: r for r in json.loads((folder / "verdict.json").read_text())}
+    assert [g for g, r in verdict.items() if not r["ok"]] == ["image_helpers"]
+    assert verdict["image_helpers"]["found"] == ["/usr/local/bin/sandbench-exec"]
+    for guard in ("helper_mount", "helper_digest", "pid1", "mount_list", "mount_modes"):
+        assert verdict[guard]["ok"], verdict[guard]
+    assert "image_helpers" in main_run.meta["arms"]["h-helper"]["refused"]
+    assert not (main_run.run_dir / "cells" / "h-helper").exists()
 
 
 def test_an_images_healthcheck_runs_nothing_in_the_sandbox(main_run: MainRun) -> None:

@@ -551,11 +551,19 @@ def test_guard_policy_types_are_checked(ws: Workspace, case) -> None:
     check(ws, case)
 
 
+HOST_DEFECTS = [
+    Damage("wrong-type", b"[]\n", (), "host.json is []"),
+    Damage("wrong-type", b'{"helper": 1}\n', ("helper",), "helper = 1"),
+    Damage("wrong-type", b'{"helper": {"path": "/h", "sha256": 5, "error": null}}\n',
+           ("helper.sha256",), "helper.sha256 = 5")]
+
+
 @KNOWN
 @example(case=(GUARD["inspect.json"], Damage("wrong-type", b"[]\n", (), "inspect.json is []"),
                GUARD["inspect.json"].commands[0]))
 @given(case=cases([(GUARD["inspect.json"], GUARD_DEFECTS["inspect.json"]),
-                   (GUARD["probe.json"], GUARD_DEFECTS["probe.json"])]))
+                   (GUARD["probe.json"], GUARD_DEFECTS["probe.json"]),
+                   (GUARD["host.json"], st.sampled_from(HOST_DEFECTS))]))
 def test_guard_snapshot_shape_is_checked(ws: Workspace, case) -> None:
     check(ws, case)
 

@@ -22,6 +22,7 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ from orchestrator.execproto import (
 )
 
 SOURCE = Path(__file__).resolve().parents[2] / "images" / "base" / "sandbench-exec.c"
-CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE"]
+CFLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE", "-static"]
 PY = sys.executable
 MiB = 1 << 20
 
@@ -91,11 +92,12 @@ def _reads(fd: int) -> Iterator[bytes]:
 
 
 def run_helper(helper: Path, *args: str, cap_bytes: int = 256 * MiB,
-               during: Any = None, **popen: Any) -> Exec:
-    """Run the helper, decode its stdout; `during(proc)` runs while it is being read."""
+               during: Any = None, prefix: tuple[str, ...] = (), **popen: Any) -> Exec:
+    """Run the helper (after `prefix`, e.g. nsenter), decode its stdout; `during(proc)` runs
+    while it is being read."""
     started = time.monotonic()
     with tempfile.TemporaryFile() as helper_err:
-        proc = subprocess.Popen([str(helper), *args], stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([*prefix, str(helper), *args], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=helper_err, **popen)
         assert proc.stdout is not None
         if during is not None:
@@ -388,6 +390,86 @@ def test_a_double_forked_daemon_does_not_outlive_the_exec(helper: Path, tmp_path
     assert ex.elapsed < 10
 
 
+@pytest.fixture
+def sandbox_pids(helper: Path) -> Iterator[tuple[str, ...]]:
+    """A pid namespace shaped like a sandbox's: the idle helper as its PID 1, a /proc of its
+    own. Yields the nsenter prefix that starts a process in it from outside, as docker exec
+    does (so the process's parent is invisible to it: getppid() == 0)."""
+    unshare, nsenter = shutil.which("unshare"), shutil.which("nsenter")
+    if unshare is None or nsenter is None or os.geteuid() != 0:
+        pytest.skip("needs unshare and nsenter as root")
+    outer = subprocess.Popen([unshare, "--pid", "--fork", "--mount-proc", str(helper), "idle"])
+    children = Path(f"/proc/{outer.pid}/task/{outer.pid}/children")
+    deadline = time.monotonic() + 10
+    while not children.read_text().split() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    (init,) = map(int, children.read_text().split())
+    try:
+        yield (nsenter, "-t", str(init), "--pid", "--mount", "--")
+    finally:
+        os.kill(init, signal.SIGKILL)  # the namespace's init: the kernel ends the rest
+        outer.wait(timeout=10)
+
+
+PIDS_SEEN = "import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"
+
+
+def test_a_sweep_kills_what_earlier_execs_left_and_spares_pid_1(
+        helper: Path, sandbox_pids: tuple[str, ...]) -> None:
+    """A daemon whose own run helper was killed lives on under PID 1; the next exec's
+    helper kills it (and anything it forks meanwhile) before the tool starts."""
+    leftovers = py("""
+        import os, signal, time
+        for ignore_term in (False, True):
+            if os.fork() == 0:
+                os.setsid()
+                if ignore_term:
+                    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                if os.fork() == 0:  # a second generation, forking on while it lives
+                    while True:
+                        if os.fork() == 0:
+                            time.sleep(0.2)
+                            os._exit(0)
+                        time.sleep(0.05)
+                time.sleep(1000)
+        """)
+    subprocess.run([*sandbox_pids, *leftovers], check=True, timeout=30)
+    time.sleep(0.3)
+    ex = run_tool(helper, py(PIDS_SEEN), "--sweep", prefix=sandbox_pids)
+    r = ex.result
+    assert r["exit_code"] == 0 and r["stray_swept"] >= 4, r
+    assert ex.decoded.helper_errors == []
+    # The tool saw only PID 1, its helper and itself.
+    seen = json.loads(ex.stdout)
+    assert len(seen) == 3 and seen[0] == 1, seen
+    # The sweep is not the tool's time: the tool started after it.
+    assert r["wall_ns"] < ex.elapsed * 1e9
+    again = run_tool(helper, ["true"], "--sweep", prefix=sandbox_pids).result
+    assert again["stray_swept"] == 0 and again["exit_code"] == 0
+    # kill(-1) spares the namespace's init: the same PID 1 still runs.
+    init = int(sandbox_pids[2])
+    assert Path(f"/proc/{init}/cmdline").read_bytes().split(b"\0")[1] == b"idle"
+
+
+def test_a_sweep_is_refused_where_kill_minus_1_would_reach_the_host(helper: Path) -> None:
+    """Started by a process it can see (on a host, or by a tool inside the sandbox), the
+    helper refuses to sweep: kill(-1) would reach every process of the user."""
+    ex = run_tool(helper, ["true"], "--sweep")
+    assert ex.returncode == 125 and ex.decoded.result is None
+    (error,) = ex.decoded.helper_errors
+    assert error.startswith(f"run --sweep: refused: the parent (pid {os.getpid()}) is inside")
+
+
+def test_without_sweep_nothing_outside_the_tree_is_touched(
+        helper: Path, sandbox_pids: tuple[str, ...]) -> None:
+    subprocess.run([*sandbox_pids, "sh", "-c", "sleep 30 &"], check=True, timeout=30)
+    time.sleep(0.2)
+    r = run_tool(helper, py(PIDS_SEEN), prefix=sandbox_pids).result
+    assert r["stray_swept"] == 0
+    r = run_tool(helper, ["true"], "--sweep", prefix=sandbox_pids).result
+    assert r["stray_swept"] == 1
+
+
 def test_the_tool_cannot_write_into_the_helpers_stdout(helper: Path) -> None:
     """PR_SET_DUMPABLE 0 closes /proc/<helper>/fd/1 to same-uid processes. Root could
     open it anyway (CAP_SYS_PTRACE), so as root the helper is run as nobody."""
@@ -467,6 +549,8 @@ def test_a_vanished_reader_gives_epipe_not_death(helper: Path, tmp_path: Path) -
     (["probe", "--connect", "localhost:80"], "IPV4:PORT"),
     (["probe", "--connect", "10.0.0.1:0"], "IPV4:PORT"),
     (["probe", "--bogus", "x"], "unknown option"),
+    (["probe", "--nameserver", "resolver.test"], "--nameserver wants"),
+    (["probe", "--nameserver", "[::1]:99999"], "--nameserver wants"),
     (["idle", "extra"], "no arguments"),
 ])
 def test_usage_errors(helper: Path, args: list[str], message: str) -> None:
@@ -524,22 +608,57 @@ def test_probe_reports_every_fact(helper: Path) -> None:
     assert root["size_bytes"] == st.f_blocks * st.f_frsize
 
 
+@contextmanager
+def fake_nameserver(rcode: int = 3) -> Iterator[tuple[int, list[bytes]]]:
+    """A UDP DNS server on the host's 127.0.0.1 that answers every query with `rcode`."""
+    queries: list[bytes] = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.settimeout(0.1)
+        stop = threading.Event()
+
+        def serve() -> None:
+            while not stop.is_set():
+                try:
+                    query, peer = sock.recvfrom(512)
+                except TimeoutError:
+                    continue
+                queries.append(query)
+                flags = bytes([0x81, 0x80 | rcode])  # QR, RD, RA
+                sock.sendto(query[:2] + flags + query[4:], peer)
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        try:
+            yield sock.getsockname()[1], queries
+        finally:
+            stop.set()
+            thread.join(timeout=2)
+
+
 def test_probe_network_lookup_and_write(helper: Path, tmp_path: Path) -> None:
-    with socket.socket() as listener, socket.socket() as closed:
+    with socket.socket() as listener, socket.socket() as closed, \
+            fake_nameserver() as (dns_port, queries):
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         closed.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
         open_port, closed_port = listener.getsockname()[1], closed.getsockname()[1]
         target = tmp_path / "w"
         p = run_helper(helper, "probe", "--connect", f"127.0.0.1:{open_port}",
-                       "--lookup", "localhost", "--write", str(target)).decoded.probe
+                       "--lookup", "example.com", "--nameserver", f"127.0.0.1:{dns_port}",
+                       "--write", str(target)).decoded.probe
         refused = run_helper(helper, "probe", "--connect", f"127.0.0.1:{closed_port}",
                              "--write", str(tmp_path / "no" / "dir")).decoded.probe
     assert p is not None and refused is not None
     assert p["connect"] == {"host": "127.0.0.1", "port": open_port, "ok": True,
                             "errno": None, "error": None}
     assert p["udp"]["ok"] is True
-    assert p["lookup"] == {"name": "localhost", "ok": True, "error": None}
+    # Any reply counts as resolved (here NXDOMAIN): a resolver was reached.
+    assert p["lookup"] == {"name": "example.com", "ok": True, "error": None, "servers": [
+        {"server": "127.0.0.1", "answered": True, "rcode": 3, "errno": None, "error": None}]}
+    (query,) = queries
+    assert query[2:6] == b"\x01\x00\x00\x01"  # RD, one question
+    assert query[12:] == b"\x07example\x03com\x00\x00\x01\x00\x01"  # A, IN
     assert p["write"] == {"path": str(target), "ok": True, "errno": None, "error": None}
     assert not target.exists()
     assert refused["connect"]["ok"] is False
@@ -553,7 +672,72 @@ def test_probe_lookup_failure_is_a_fact(helper: Path) -> None:
     # A name that is not even syntactically resolvable: no network traffic is needed.
     p = run_helper(helper, "probe", "--lookup", "").decoded.probe
     assert p is not None
-    assert p["lookup"]["ok"] is False and isinstance(p["lookup"]["error"], str)
+    assert p["lookup"] == {"name": "", "ok": False, "error": "not a DNS name", "servers": []}
+
+
+def test_probe_lookup_with_no_resolver_listening_fails_at_once(helper: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    ex = run_helper(helper, "probe", "--lookup", "example.com", "--nameserver",
+                    f"127.0.0.1:{port}")
+    lookup = ex.decoded.probe["lookup"]  # type: ignore[index]
+    assert lookup["ok"] is False
+    assert lookup["error"] == "127.0.0.1: recv: ECONNREFUSED: Connection refused"
+    assert ex.elapsed < 1.5  # a connected socket hears the refusal; no resolver timeout
+
+
+def test_probe_lookup_asks_the_nameservers_of_resolv_conf(helper: Path, tmp_path: Path
+                                                          ) -> None:
+    """No NSS, no libc resolver: the probe reads /etc/resolv.conf (the engine's file) and
+    asks each server itself; none named means 127.0.0.1, as libc does."""
+    unshare = shutil.which("unshare")
+    if unshare is None or os.geteuid() != 0:
+        pytest.skip("needs unshare as root to bind a resolv.conf of its own")
+    results = {}
+    for name, text in (("listed", "# x\nnameserver 127.0.0.9\nnameserver ::1\n"
+                                  "search example\nnameserver 127.0.0.10\nnameserver 127.0.0.11\n"),
+                       ("empty", "search example\n")):
+        conf = tmp_path / name
+        conf.write_text(text)
+        script = (f'mount --bind "{conf}" /etc/resolv.conf && '
+                  f'exec "{helper}" probe --lookup example.com')
+        proc = subprocess.run([unshare, "--mount", "--propagation", "private", "sh", "-c",
+                               script], capture_output=True, timeout=30)
+        if proc.returncode != 0:
+            pytest.skip(f"cannot bind a resolv.conf here: {proc.stderr.decode().strip()}")
+        probe = decode_exec_stream([proc.stdout], io.BytesIO(), io.BytesIO(), 0).probe
+        assert probe is not None
+        results[name] = [s["server"] for s in probe["lookup"]["servers"]]
+    assert results == {"listed": ["127.0.0.9", "::1", "127.0.0.10"], "empty": ["127.0.0.1"]}
+
+
+def test_the_helper_is_static(helper: Path) -> None:
+    """No program interpreter and no dynamic section: the dynamic loader never runs, so an
+    image's LD_PRELOAD or /etc/ld.so.preload cannot put code into the helper."""
+    data = helper.read_bytes()
+    assert data[:4] == b"\x7fELF" and data[4] == 2  # ELF64
+    phoff = int.from_bytes(data[32:40], "little")
+    phentsize, phnum = (int.from_bytes(data[54 + 2 * i:56 + 2 * i], "little") for i in range(2))
+    types = {int.from_bytes(data[phoff + i * phentsize:phoff + i * phentsize + 4], "little")
+             for i in range(phnum)}
+    PT_DYNAMIC, PT_INTERP = 2, 3
+    assert PT_INTERP not in types and PT_DYNAMIC not in types, types
+    env = {**os.environ, "LD_PRELOAD": "/nonexistent/sandbench-forge.so"}
+    ex = run_tool(helper, ["true"], env=env)
+    assert ex.result["exit_code"] == 0 and "preload" not in ex.helper_stderr
+
+
+def test_probe_lists_helpers_the_image_carries(helper: Path, tmp_path: Path) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "sandbench-exec").write_text("#!/bin/sh\n")
+    env = {**os.environ, "PATH": f"{fake}:/nonexistent:relative:{fake}"}
+    ex = run_helper(helper, "probe", env=env)
+    old_place = [p for p in ["/usr/local/bin/sandbench-exec"] if os.path.lexists(p)]
+    # Its old place first, then each PATH directory once; relative entries are skipped.
+    assert ex.decoded.probe["image_helpers"] == [  # type: ignore[index]
+        *old_place, f"{fake}/sandbench-exec"]
 
 
 def test_probe_decodes_octal_escapes_in_mount_points(helper: Path, tmp_path: Path) -> None:
@@ -586,7 +770,7 @@ def result_json(**overrides: Any) -> dict[str, Any]:
         "helper_version": execproto.HELPER_VERSION, "wall_ns": 1, "user_us": 0, "sys_us": 0,
         "maxrss_kb": 1, "exit_code": 0, "signal": None, "timed_out": False, "oom_kills": None,
         "stdout_bytes": 0, "stderr_bytes": 0, "stdout_truncated": False,
-        "stderr_truncated": False, "stray_killed": 0, "spawn_error": None,
+        "stderr_truncated": False, "stray_killed": 0, "stray_swept": 0, "spawn_error": None,
         "cap_bytes": 1 << 26, "timeout_ms": 0, "grace_ms": 2000,
     }
     return base | overrides

@@ -20,14 +20,17 @@ POLICY = guards.GuardPolicy(
             guards.DeclaredMount("/bench/w/state", "/state", False, 32 << 20)],
     tmpfs={"/tmp": "rw,nosuid,nodev,size=536870912,mode=1777"},
     memory_bytes=4 << 30, pids=512, nano_cpus=2_000_000_000,
-    labels={"sandbench.run": "r1", "sandbench.arm": "rg"})
+    labels={"sandbench.run": "r1", "sandbench.arm": "rg"},
+    helper={"source": "/bench/helper/sandbench-exec-c0ffee", "sha256": "c" * 64})
+
+HOST = guards.helper_facts(Path("/bench/helper/sandbench-exec-c0ffee"), "c" * 64, None)
 
 INSPECT = {
     "Image": POLICY.image_id,
     "Config": {"User": "65532:65532", "Env": ["PATH=/usr/bin:/bin", "HOME=/state/home"],
                "Labels": {"sandbench.run": "r1", "sandbench.arm": "rg"},
                "Healthcheck": {"Test": ["NONE"]},
-               "Cmd": ["/usr/local/bin/sandbench-exec", "idle"], "Entrypoint": None},
+               "Cmd": ["/.sandbench/sandbench-exec", "idle"], "Entrypoint": None},
     "HostConfig": {"NetworkMode": "none", "Privileged": False, "CapDrop": ["ALL"],
                    "CapAdd": None, "ReadonlyRootfs": True,
                    "SecurityOpt": ["no-new-privileges:true"], "Memory": 4 << 30,
@@ -37,7 +40,9 @@ INSPECT = {
     "Mounts": [{"Type": "bind", "Source": "/bench/w/corpus", "Destination": "/corpus",
                 "RW": True},
                {"Type": "bind", "Source": "/bench/w/state", "Destination": "/state",
-                "RW": True}],
+                "RW": True},
+               {"Type": "bind", "Source": "/bench/helper/sandbench-exec-c0ffee",
+                "Destination": "/.sandbench/sandbench-exec", "RW": False}],
     "NetworkSettings": {"Networks": {"none": {}}},
 }
 
@@ -63,8 +68,10 @@ PROBE = {
         "write": {"path": "/.x", "ok": False, "errno": 30, "error": "Read-only file system"},
         "mounts": [_mount("/", "ro,relatime"), _mount("/proc"), _mount("/dev"),
                    _mount("/sys", "ro"), _mount("/etc/hosts"),
-                   _mount("/proc/kcore", "ro"), _mount("/corpus", size=60 << 20), _mount("/state", size=30 << 20),
-                   _mount("/tmp", "rw,nosuid,nodev")],
+                   _mount("/proc/kcore", "ro"), _mount("/corpus", size=60 << 20),
+                   _mount("/state", size=30 << 20), _mount("/tmp", "rw,nosuid,nodev"),
+                   _mount("/.sandbench/sandbench-exec", "ro,relatime")],
+        "image_helpers": [],
     },
     "canary": {"port": 4000, "tcp_accepted": 0, "udp_received": 0},
 }
@@ -75,7 +82,7 @@ def _failed(results: list[guards.GuardResult]) -> dict[str, guards.GuardResult]:
 
 
 def test_a_hardened_container_passes_every_guard() -> None:
-    assert _failed(guards.check_outside(POLICY, INSPECT)) == {}
+    assert _failed(guards.check_outside(POLICY, INSPECT, HOST)) == {}
     assert _failed(guards.check_inside(POLICY, PROBE)) == {}
 
 
@@ -95,6 +102,8 @@ def test_a_hardened_container_passes_every_guard() -> None:
     (("HostConfig", "LogConfig"), {"Type": "json-file"}, "log_driver"),
     (("HostConfig", "Init"), True, "pid1"),
     (("Config", "Healthcheck"), {"Test": ["CMD", "x"]}, "healthcheck"),
+    # The image's own copy as PID 1 (the old place): only the mounted helper may be.
+    (("Config", "Cmd"), ["/usr/local/bin/sandbench-exec", "idle"], "pid1"),
 ])
 def test_each_outside_guard_names_itself(path: tuple[str, ...] | str, value: object,
                                          guard: str) -> None:
@@ -103,8 +112,49 @@ def test_each_outside_guard_names_itself(path: tuple[str, ...] | str, value: obj
         inspect[path] = value
     else:
         inspect[path[0]][path[1]] = value
-    failed = _failed(guards.check_outside(POLICY, inspect))
+    failed = _failed(guards.check_outside(POLICY, inspect, HOST))
     assert set(failed) == {guard}
+
+
+@pytest.mark.parametrize(("change", "guards_failed"), [
+    # Mounted writable, from another file, or not at all: the mount list fails too.
+    ({"RW": True}, {"helper_mount", "mounts"}),
+    ({"Source": "/bench/helper/other"}, {"helper_mount", "mounts"}),
+    ({"Destination": "/usr/local/bin/sandbench-exec"}, {"helper_mount", "mounts"}),
+])
+def test_the_helper_mount_is_the_locked_file_read_only_at_its_path(change, guards_failed
+                                                                   ) -> None:
+    inspect = copy.deepcopy(INSPECT)
+    inspect["Mounts"][2].update(change)
+    failed = _failed(guards.check_outside(POLICY, inspect, HOST))
+    assert set(failed) == guards_failed
+    assert failed["helper_mount"].expected == {
+        "source": "/bench/helper/sandbench-exec-c0ffee",
+        "target": "/.sandbench/sandbench-exec", "read_only": True}
+
+
+@pytest.mark.parametrize(("host", "found"), [
+    (guards.helper_facts(Path("/bench/helper/sandbench-exec-c0ffee"), "d" * 64, None), "d" * 64),
+    (guards.helper_facts(Path("/bench/helper/sandbench-exec-c0ffee"), None,
+                         "ENOENT: No such file or directory"), "ENOENT: No such file or directory"),
+    (guards.helper_facts(Path("/bench/helper/sandbench-exec-c0ffee"), "c" * 64,
+                         "replaced while the sandbox started"),
+     "replaced while the sandbox started"),
+    (guards.helper_facts(Path("/elsewhere"), "c" * 64, None), "c" * 64),
+    ({}, "not hashed"),
+])
+def test_the_helper_file_must_hash_to_the_locks_digest(host: dict, found: str) -> None:
+    """Fail closed: a helper that was not hashed, or not the one mounted, is refused."""
+    failed = _failed(guards.check_outside(POLICY, INSPECT, host))
+    assert set(failed) == {"helper_digest"}
+    assert (failed["helper_digest"].expected, failed["helper_digest"].found) == ("c" * 64, found)
+
+
+def test_a_policy_without_a_locked_digest_fails_the_helper_guard() -> None:
+    policy = guards.GuardPolicy(**{**asdict(POLICY), "mounts": POLICY.mounts,
+                                   "helper": {"source": POLICY.helper["source"], "sha256": ""}})
+    host = guards.helper_facts(Path(POLICY.helper["source"]), "", None)
+    assert "helper_digest" in _failed(guards.check_outside(policy, INSPECT, host))
 
 
 def test_a_leaked_host_variable_and_the_docker_socket_are_caught() -> None:
@@ -112,7 +162,7 @@ def test_a_leaked_host_variable_and_the_docker_socket_are_caught() -> None:
     inspect["Config"]["Env"].append("AWS_SECRET=x")
     inspect["Mounts"].append({"Type": "bind", "Source": "/var/run/docker.sock",
                               "Destination": "/var/run/docker.sock", "RW": True})
-    failed = _failed(guards.check_outside(POLICY, inspect))
+    failed = _failed(guards.check_outside(POLICY, inspect, HOST))
     assert {"env", "mounts", "docker_socket"} <= set(failed)
 
 
@@ -132,6 +182,10 @@ def test_a_leaked_host_variable_and_the_docker_socket_are_caught() -> None:
     (lambda f, c: f["mounts"].pop(6), "mount_list"),
     (lambda f, c: f["mounts"][6].update(options="ro"), "mount_modes"),
     (lambda f, c: f["mounts"][0].update(options="rw"), "root_read_only_mount"),
+    (lambda f, c: f["mounts"].pop(9), "mount_list"),
+    (lambda f, c: f["mounts"][9].update(options="rw"), "mount_modes"),
+    (lambda f, c: f.update(image_helpers=["/usr/local/bin/sandbench-exec"]), "image_helpers"),
+    (lambda f, c: f.pop("image_helpers"), "image_helpers"),
 ])
 def test_each_inside_guard_names_itself(mutate, guard: str) -> None:
     probe = copy.deepcopy(PROBE)
@@ -147,10 +201,10 @@ def test_an_unreadable_probe_fails_closed() -> None:
 
 def _store(tmp_path: Path, inspect: dict, probe: dict | None) -> Path:
     folder = tmp_path / "run" / "guards" / "rg"
-    results = guards.check_outside(POLICY, inspect)
+    results = guards.check_outside(POLICY, inspect, HOST)
     if probe is not None:
         results += guards.check_inside(POLICY, probe)
-    guards.store(folder, POLICY, inspect, probe, results)
+    guards.store(folder, POLICY, inspect, HOST, probe, results)
     return tmp_path / "run"
 
 
@@ -169,6 +223,17 @@ def test_audit_notices_a_doctored_verdict(tmp_path: Path) -> None:
     verdict.write_text(json.dumps(doctored))
     (arm,) = guards.audit(run)
     assert not arm.ok and not arm.matches_stored and not arm.probed
+
+
+def test_audit_needs_the_host_snapshot_of_the_helper(tmp_path: Path) -> None:
+    run = _store(tmp_path, INSPECT, PROBE)
+    (run / "guards" / "rg" / "host.json").write_text("{}")
+    (arm,) = guards.audit(run)
+    assert not arm.ok and not arm.matches_stored
+    assert {r.guard for r in guards.failures(arm.results)} == {"helper_digest"}
+    (run / "guards" / "rg" / "host.json").unlink()
+    with pytest.raises(InputError, match="host.json"):
+        guards.audit(run)
 
 
 def test_audit_of_a_folder_that_is_not_a_run_names_it(tmp_path: Path) -> None:

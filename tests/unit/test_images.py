@@ -145,3 +145,76 @@ def test_proxy_settings_are_build_args_only(monkeypatch: pytest.MonkeyPatch) -> 
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.test:3128")
     assert images.proxy_build_args() == {"HTTPS_PROXY": "http://proxy.test:3128"}
+
+
+def test_the_base_recipe_builds_the_helper_in_a_stage_of_its_own() -> None:
+    base = images.load_recipes(REPO / "images")["base"]
+    assert base.target == "image" and base.helper == images.HelperBuild("helper",
+                                                                        "/sandbench-exec")
+    stages = (REPO / "images/base/Dockerfile").read_text().split("\nFROM ")
+    # The image is the first stage (so building it skips the compiler) and holds no helper.
+    assert stages[1].startswith("${ROOTFS} AS image") and "sandbench-exec" not in stages[1]
+    assert "-static" in stages[2] and stages[3].startswith("scratch AS helper")
+    assert not any(images.load_recipes(REPO / "images")[n].helper for n in ("rg", "probe"))
+
+
+@pytest.mark.parametrize(("text", "key"), [
+    ("tool_version = ['x']\n[bootstrap]\nsuite = 'b'\nvariant = 'm'\n[helper]\nstage = 'h'\n",
+     "helper"),
+    ("tool_version = ['x']\n[bootstrap]\nsuite = 'b'\nvariant = 'm'\n[helper]\nstage = 'h'\n"
+     "path = 'relative'\n", "helper.path"),
+    ("tool_version = ['x']\ntarget = 'Not A Stage'\n[bootstrap]\nsuite = 'b'\nvariant = 'm'\n",
+     "target"),
+])
+def test_a_bad_helper_or_target_names_the_key(tmp_path: Path, text: str, key: str) -> None:
+    folder = tmp_path / "images" / "base"
+    folder.mkdir(parents=True)
+    (folder / "Dockerfile").write_text("FROM scratch\n")
+    (folder / "recipe.toml").write_text(text)
+    with pytest.raises(InputError, match=key):
+        images.load_recipes(tmp_path / "images")
+
+
+def _locked_helper(tmp_path: Path, data: bytes = b"\x7fELF static") -> dict:
+    path = tmp_path / "bench" / "helper" / "sandbench-exec-x"
+    images._install_helper(path, data)
+    return {"path": "helper/sandbench-exec-x", "sha256": images.sha256_bytes(data)}
+
+
+def test_the_lock_gives_the_one_helper_and_its_host_file(tmp_path: Path) -> None:
+    helper = _locked_helper(tmp_path)
+    lock = images.ImageLock(tmp_path / "bench" / "images.lock",
+                            {"base": {"helper": helper}, "rg": {}})
+    assert lock.helper() == (tmp_path / "bench" / "helper" / "sandbench-exec-x",
+                             helper["sha256"])
+    assert (tmp_path / "bench" / helper["path"]).stat().st_mode & 0o777 == 0o555
+    with pytest.raises(Exception, match="records 0 timing helpers"):
+        images.ImageLock(tmp_path / "images.lock", {"base": {}}).helper()
+
+
+def test_a_helper_file_that_is_gone_or_changed_is_named(tmp_path: Path) -> None:
+    settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
+    helper = _locked_helper(tmp_path)
+    assert images.helper_problem(settings, helper) is None
+    path = tmp_path / "bench" / helper["path"]
+    path.chmod(0o644)
+    path.write_bytes(b"forged")
+    assert "the lock says" in (images.helper_problem(settings, helper) or "")
+    path.unlink()
+    assert "is missing" in (images.helper_problem(settings, helper) or "")
+
+
+def test_import_installs_the_helper_only_when_it_hashes_to_the_entry(tmp_path: Path) -> None:
+    settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
+    archive = tmp_path / "images.tar"
+    helper = {"path": "helper/sandbench-exec-x", "sha256": images.sha256_bytes(b"real")}
+    with pytest.raises(InputError, match="missing"):
+        images._import_helper(settings, archive, helper)
+    images._helper_file(archive).write_bytes(b"altered")
+    with pytest.raises(InputError, match="altered or truncated"):
+        images._import_helper(settings, archive, helper)
+    images._helper_file(archive).write_bytes(b"real")
+    with pytest.raises(InputError, match="helper.path"):
+        images._import_helper(settings, archive, {**helper, "path": "../../etc/x"})
+    images._import_helper(settings, archive, helper)
+    assert (settings.bench_root / helper["path"]).read_bytes() == b"real"

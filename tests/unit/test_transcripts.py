@@ -95,3 +95,14 @@ def test_a_half_written_record_is_reported(tmp_path: Path) -> None:
         transcripts.read_record(path)
     with pytest.raises(InputError, match="missing"):
         transcripts.read_record(tmp_path / "absent" / "record.json")
+
+
+def test_a_sweep_before_the_tool_flags_the_cell_not_the_tool() -> None:
+    assert transcripts.sweep_flags(None) == [] and transcripts.sweep_flags(0) == []
+    assert transcripts.sweep_flags(2) == ["stray-processes"]
+    schema = json.loads((REPO / "orchestrator/schemas/exec-record.schema.json").read_text())
+    assert "stray-processes" in schema["properties"]["flags"]["items"]["enum"]
+    # Optional: records written before the sweep existed (the golden run) stay valid.
+    exit_schema = schema["properties"]["exit"]
+    assert "stray_swept" in exit_schema["properties"]
+    assert "stray_swept" not in exit_schema["required"]
