@@ -174,29 +174,29 @@ def _where(path: Path, text: str, table: str | None, key: str) -> str:
     current: str | None = None
     header_line: int | None = None
     key_line = re.compile(rf"\s*(?:{re.escape(key)}|\"{re.escape(key)}\")\s*=")
-    for number, line in enumerate(text.splitlines(), start=1):
+    for line_no, line in enumerate(text.splitlines(), start=1):
         if header := _HEADER.fullmatch(line):
             current = header.group(1) or header.group(2)
             if header_line is None and current == (key if table is None else table):
-                header_line = number
+                header_line = line_no
         elif current == table and key_line.match(line):
-            return f"{path}:{number}"
+            return f"{path}:{line_no}"
     return f"{path}:{header_line}" if header_line else str(path)
 
 
 def _duplicate_table(path: Path, text: str) -> InputError | None:
     """A corpus declared twice is a TOML error; name it as the duplicate id it is."""
     seen: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for line_no, line in enumerate(text.splitlines(), start=1):
         if header := _HEADER.fullmatch(line):
             name = header.group(1) or header.group(2)
             if name in seen:
                 return InputError(
-                    f"{path}:{number}: {name}.id: duplicate id {name!r} "
+                    f"{path}:{line_no}: {name}.id: duplicate id {name!r} "
                     f"(first declared at line {seen[name]})",
                     fix="give each corpus one table", file=str(path), key=f"{name}.id",
-                    expected="a unique id", found=name, line=number)
-            seen[name] = number
+                    expected="a unique id", found=name, line=line_no)
+            seen[name] = line_no
     return None
 
 
