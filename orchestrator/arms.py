@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator import parsers
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
-from orchestrator.sandbox import GIB, MIB, Limits
+from orchestrator.kinds import KINDS
+from orchestrator.sandbox_spec import GIB, MIB, Limits
 from orchestrator.values import number
 
 ARM_KEYS = {"description", "image", "env", "limits", "parser", "setup", "tasks",
@@ -24,7 +26,6 @@ LIMIT_KEYS = {"memory_mib", "pids", "cpus", "tmp_mib", "state_mib", "out_mib",
 MIB_LIMITS = {"memory_mib": "memory_bytes", "tmp_mib": "tmp_bytes", "state_mib": "state_bytes",
               "out_mib": "out_bytes", "corpus_margin_mib": "corpus_margin_bytes"}
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-KINDS = ("locate", "references", "impact", "e2e-retrieval")
 # The placeholders each kind's argv may use; {ext} and {lang} come from the task's language.
 PLACEHOLDERS = {"locate": {"ticket"}, "e2e-retrieval": {"ticket"}, "references": {"symbol"},
                 "impact": {"seed"}}
@@ -96,7 +97,6 @@ def load_arm(path: Path) -> ArmSpec:
     parser = data.get("parser")
     if not isinstance(parser, str) or not parser:
         raise _bad(path, "parser", "the name of an output parser", parser)
-    from orchestrator import parsers  # the registry; imported here to keep specs light
     if parser not in parsers.PARSERS:
         raise _bad(path, "parser", f"one of {sorted(parsers.PARSERS)}", parser)
     tasks = _tasks(path, data.get("tasks", {}))

@@ -15,7 +15,7 @@ from typing import Any
 from orchestrator import arms, images, suite
 from orchestrator.errors import SandbenchError
 from orchestrator.fsutil import atomic_write_text
-from orchestrator.sandbox import HELPER, HelperFile, Mount, SandboxSpec
+from orchestrator.sandbox_spec import HELPER, HelperFile, Mount, SandboxSpec, default_user
 from orchestrator.settings import Settings
 
 HEADER = """\
@@ -60,7 +60,7 @@ def _service(spec: SandboxSpec, arm: str) -> dict[str, Any]:
         "ipc": kw["ipc_mode"],
         "x-sandbench-cgroupns": kw["cgroupns"],
         "hostname": kw["hostname"],
-        "logging": {"driver": kw["log_config"].type},
+        "logging": {"driver": kw["log_config"]["type"]},
         "healthcheck": {"disable": True},
         "labels": {k: v for k, v in sorted(kw["labels"].items())
                    if k not in ("sandbench.run", "sandbench.tool_version")},
@@ -119,7 +119,6 @@ def env_file(settings: Settings, suite_name: str, work: Path | None) -> str:
         if image_id is None:
             lines.append(f"# {arm.name}: image {arm.image!r} is not built on this host")
         lines.append(f"{_var(arm.name)}={image_id or f'sandbench/{arm.image}:not-built'}")
-    from orchestrator.sandbox import default_user
     lines.append(f"SANDBENCH_USER={default_user()}")
     return "\n".join(lines) + "\n"
 

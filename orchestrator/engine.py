@@ -13,31 +13,17 @@ import docker.errors
 import requests.exceptions
 import tenacity
 
-from orchestrator import __version__
 from orchestrator.errors import EngineError
+from orchestrator.labels import (  # noqa: F401 - re-exported for callers
+    LABEL_ARM, LABEL_IMAGE, LABEL_MANAGED, LABEL_RECIPE, LABEL_RUN, LABEL_STAGE, LABEL_TEMPORARY,
+    LABEL_TOOL_VERSION, LABEL_VERSION, base_labels)
 
 T = TypeVar("T")
-
-LABEL_MANAGED = "sandbench.managed"
-LABEL_VERSION = "sandbench.version"
-LABEL_RUN = "sandbench.run"
-LABEL_ARM = "sandbench.arm"
-LABEL_TOOL_VERSION = "sandbench.tool_version"
-LABEL_IMAGE = "sandbench.image"
-LABEL_RECIPE = "sandbench.recipe"
-LABEL_STAGE = "sandbench.stage"
-LABEL_TEMPORARY = "sandbench.temporary"
 
 DEFAULT_TIMEOUT_S = 60
 # Tests set this to tenacity.wait_none() so retries do not sleep.
 RETRY_WAIT: tenacity.wait.wait_base = tenacity.wait_exponential(multiplier=0.25, max=4)
 RETRY_ATTEMPTS = 5
-
-
-def base_labels(**extra: str) -> dict[str, str]:
-    labels = {LABEL_MANAGED: "true", LABEL_VERSION: __version__}
-    labels.update({k: v for k, v in extra.items()})
-    return labels
 
 
 def is_transient(exc: BaseException) -> bool:

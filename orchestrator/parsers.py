@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from orchestrator.arms import KINDS
 from orchestrator.errors import InputError
+from orchestrator.kinds import KINDS
 
 CALL_MARKER = b"sandbench-call:"
 CORPUS_PREFIX = "/corpus/"

@@ -24,21 +24,22 @@ import os
 import platform
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator import __version__, arms, cleanup, corpus, images, log, rundir, suite, workfs
+from orchestrator import (__version__, arms, cleanup, corpus, images, log, pinlines, rundir,
+                          suite, workfs)
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json, atomic_write_text, read_json, sha256_file
 from orchestrator.images import ImageLock
-from orchestrator.score import reach
-from orchestrator.sandbox import Sandbox, default_user
-from orchestrator.selfcheck import sandbox_spec
+from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox_spec import default_user, for_arm
 from orchestrator.settings import Settings
 from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record
 
@@ -241,6 +242,21 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
             jobs: int = 1, only: list[str] | None = None,
             progress: Progress | None = None) -> Path:
     """Run (or resume) a suite; returns the run directory."""
+    the_plan = _startable_plan(engine, settings, suite_name, only)
+    pin, pristine = _verified_corpus(settings, the_plan.suite)
+    workfs.require_root(settings.runs_dir)
+    r, data = _open_run(engine, settings, the_plan, pin, pristine, resume, progress)
+    with _status_on_failure(r, data):
+        _write_run_json(r, data)
+        for a, outcome in zip(the_plan.available, _run_arms(r, jobs), strict=True):
+            data["arms"][a.name].update(outcome)
+    _finish(r, data)
+    return r.run_dir
+
+
+def _startable_plan(engine: Engine, settings: Settings, suite_name: str,
+                    only: list[str] | None) -> Plan:
+    """The plan, refused when anything it needs is missing or the suite's seal is broken."""
     the_plan = plan(settings, suite_name, only, engine)
     if the_plan.missing:
         raise SandbenchError("the run cannot start: " + "; ".join(the_plan.missing),
@@ -253,15 +269,28 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
                          f"(sealed {first.expected}, now {first.found})",
                          fix=f"review the change, then: sandbench suite seal {the_suite.name}",
                          file=first.file)
+    return the_plan
+
+
+def _verified_corpus(settings: Settings, the_suite: suite.Suite
+                     ) -> tuple[corpus.CorpusPin, Path]:
+    """The suite's pin and its pristine copy, verified at the pin and holding every truth
+    path."""
     lock = corpus.lock_path(settings)
     pin = corpus.pin_for(corpus.load_lock(lock), the_suite.corpus, lock)
     corpus.verify_pristine(pin, settings)
     pristine = corpus.corpus_dir(settings, pin.id)
     suite.check_truth_at_pin(the_suite, pristine)
-    workfs.require_root(settings.runs_dir)
+    return pin, pristine
 
+
+def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.CorpusPin,
+              pristine: Path, resume: Path | None, progress: Progress | None
+              ) -> tuple[_Run, dict[str, Any]]:
+    """A new run directory and its run.json, or the one resumed: checked to continue the
+    same run, with what a killed attempt left on the engine removed."""
     if resume is None:
-        run_id, run_dir = rundir.create(settings.runs_dir, f"run-{the_suite.name}")
+        run_id, run_dir = rundir.create(settings.runs_dir, f"run-{the_plan.suite.name}")
     else:
         run_dir = resume.resolve()
         if not (run_dir / "run.json").is_file():
@@ -273,31 +302,37 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
     r = _Run(engine, settings, the_plan, run_id, run_dir, pin, pristine,
              progress or (lambda *_: None), workfs.tree_bytes(pristine))
     if resume is None:
-        data = _new_run_json(r)
-    else:
-        _check_resumable(r, previous)
-        data = previous
-        data["resumes"].append(datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
-        data["status"] = "running"
-        left = cleanup.find(engine, run_id=run_id)
-        cleanup.remove(engine, left)
-        if left:
-            logger.info("orphans_removed", run=run_id, containers=len(left))
+        return r, _new_run_json(r)
+    _check_resumable(r, previous)
+    previous["resumes"].append(datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    previous["status"] = "running"
+    left = cleanup.find(engine, run_id=run_id)
+    cleanup.remove(engine, left)
+    if left:
+        logger.info("orphans_removed", run=run_id, containers=len(left))
+    return r, previous
+
+
+def _run_arms(r: _Run, jobs: int) -> list[dict[str, Any]]:
+    """Every available arm, `jobs` at a time; the first failure stops the others."""
+    arm_plans = r.plan.available
+    if jobs <= 1:
+        return [_run_arm(r, a) for a in arm_plans]
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="arm") as pool:
+        futures = [pool.submit(_run_arm, r, a) for a in arm_plans]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            r.stop.set()
+            raise
+
+
+@contextmanager
+def _status_on_failure(r: _Run, data: dict[str, Any]) -> Iterator[None]:
+    """run.json says how a run that stopped ended, and the error says how to resume it."""
+    resume_fix = f"sandbench run {r.plan.suite.name} --resume {r.run_dir}"
     try:
-        _write_run_json(r, data)
-        arm_plans = the_plan.available
-        if jobs > 1:
-            with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="arm") as pool:
-                futures = [pool.submit(_run_arm, r, a) for a in arm_plans]
-                try:
-                    outcomes = [f.result() for f in futures]
-                except BaseException:
-                    r.stop.set()
-                    raise
-        else:
-            outcomes = [_run_arm(r, a) for a in arm_plans]
-        for a, outcome in zip(arm_plans, outcomes, strict=True):
-            data["arms"][a.name].update(outcome)
+        yield
     except KeyboardInterrupt:
         data["status"] = "interrupted"
         _write_status(r, data)
@@ -307,32 +342,34 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
         _write_status(r, data)
         if _disk_full(exc, r.settings.bench_root):
             raise SandbenchError(f"the bench root {r.settings.bench_root} is full",
-                                 why=str(exc), fix=f"free space, then: sandbench run "
-                                 f"{the_suite.name} --resume {run_dir}") from exc
+                                 why=str(exc), fix=f"free space, then: {resume_fix}") from exc
         raise
     except (EngineError, SandboxLost) as exc:
         data["status"] = "failed"
         _write_status(r, data)
-        raise SandbenchError(exc.what, why=exc.why, fix=f"once the engine answers: sandbench "
-                             f"run {the_suite.name} --resume {run_dir}") from exc
+        raise SandbenchError(exc.what, why=exc.why,
+                             fix=f"once the engine answers: {resume_fix}") from exc
     except BaseException:
         data["status"] = "failed"
         _write_status(r, data)
         raise
-    after = corpus.tree_digest(pristine)
+
+
+def _finish(r: _Run, data: dict[str, Any]) -> None:
+    """The pristine copy must be as it was before the run; then the run is complete."""
+    after = corpus.tree_digest(r.pristine)
     data["corpus"]["pristine_digest_after"] = after
     if after != data["corpus"]["pristine_digest_before"]:
         data["status"] = "pristine-changed"
         _write_run_json(r, data)
-        raise SandbenchError(f"the pristine copy of {pin.id!r} changed during the run",
+        raise SandbenchError(f"the pristine copy of {r.pin.id!r} changed during the run",
                              why=f"tree digest {data['corpus']['pristine_digest_before']} "
                                  f"before, {after} after",
                              fix=f"nothing in sandbench writes it: find out what did, then "
-                                 f"refetch it (sandbench corpus fetch {pin.id} --force)")
+                                 f"refetch it (sandbench corpus fetch {r.pin.id} --force)")
     data["status"] = "complete"
     data["finished_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     _write_run_json(r, data)
-    return run_dir
 
 
 def _done(cell: Path) -> bool:
@@ -421,7 +458,7 @@ def _run_arm(r: _Run, a: ArmPlan) -> dict[str, Any]:
 def _run_cells(r: _Run, a: ArmPlan, work: Path, sizes: dict[str, int]) -> dict[str, Any]:
     """The arm's sandbox: guards, then set-up and every cell not yet recorded."""
     lock = ImageLock.load(r.settings.images_lock)
-    spec = sandbox_spec(lock, a.spec, r.run_id, work, default_user(), sizes)
+    spec = for_arm(lock, a.spec, r.run_id, work, default_user(), sizes)
     cells = r.run_dir / "cells" / a.name
     tasks = {t.id: t for t in r.plan.suite.tasks}
     with Sandbox(r.engine, spec) as box:
@@ -472,9 +509,9 @@ def _disclose_state(r: _Run, a: ArmPlan, work: Path, before: corpus.Snapshot) ->
 def _save_pin_lines(r: _Run, a: ArmPlan) -> None:
     """The line index reach is scored against, read (and verified object by object) from the
     arm's copy while it is still mounted: the scorer never mounts the file systems."""
-    path = r.run_dir / reach.PIN_LINES
+    path = r.run_dir / pinlines.PIN_LINES
     if path.is_file():
         return
-    index = reach.load_index(r.run_dir, [a.name], r.pin.sha)
+    index = pinlines.load_index(r.run_dir, [a.name], r.pin.sha)
     if index.source == f"work/{a.name}/corpus":  # else unverifiable, and the scorer says so
-        atomic_write_text(path, reach.pin_lines_text(index))
+        atomic_write_text(path, pinlines.pin_lines_text(index))

@@ -17,159 +17,23 @@ import os
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import docker.errors
-import docker.types
 import requests.exceptions
 
-from orchestrator import engine as eng
-from orchestrator import execproto, guards, log
+from orchestrator import execproto, guards, labels, log, sandbox_spec, workfs
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, GuardViolation, SandbenchError
+from orchestrator.sandbox_spec import HELPER, MIB, SandboxSpec
 from orchestrator.transcripts import (ExecRecord, StreamInfo, classify, sweep_flags,
                                       timing_flags, write_record)
 
-HELPER = guards.HELPER_PATH
-GIB = 1 << 30
-MIB = 1 << 20
 HOST_MARGIN_S = 30.0
 
 logger = log.get(__name__)
-
-
-@dataclass(frozen=True)
-class Limits:
-    memory_bytes: int = 4 * GIB
-    pids: int = 512
-    cpus: float = 2.0
-    tmp_bytes: int = 512 * MIB
-    # The writable mounts' own file systems (orchestrator/workfs.py); sparse, so a generous
-    # bound costs nothing until a tool writes.
-    state_bytes: int = 4 * GIB
-    out_bytes: int = 1 * GIB
-    corpus_margin_bytes: int = 1 * GIB
-
-    @property
-    def nano_cpus(self) -> int:
-        return int(self.cpus * 1e9)
-
-
-@dataclass(frozen=True)
-class Mount:
-    source: Path
-    target: str
-    read_only: bool = False
-    size_bytes: int | None = None  # the bound of the file system behind a writable mount
-
-
-@dataclass(frozen=True)
-class HelperFile:
-    """The host's timing helper as the image lock records it."""
-
-    source: Path
-    sha256: str
-
-
-@dataclass(frozen=True)
-class SandboxSpec:
-    run_id: str
-    arm: str
-    image_id: str
-    tool_version: str
-    user: str
-    env: dict[str, str]
-    helper: HelperFile
-    mounts: tuple[Mount, ...] = ()
-    limits: Limits = field(default_factory=Limits)
-    workdir: str = "/"
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return eng.base_labels(**{eng.LABEL_RUN: self.run_id, eng.LABEL_ARM: self.arm,
-                                  eng.LABEL_TOOL_VERSION: self.tool_version[:200]})
-
-    @property
-    def helper_mount(self) -> Mount:
-        """The host's helper, read-only, at the one path every exec and PID 1 run."""
-        return Mount(self.helper.source, HELPER, read_only=True)
-
-    @property
-    def tmpfs(self) -> dict[str, str]:
-        return {"/tmp": f"rw,nosuid,nodev,size={self.limits.tmp_bytes},mode=1777"}
-
-    def create_kwargs(self) -> dict[str, Any]:
-        """Exactly what the engine is asked for; compose export renders the same settings."""
-        return {
-            "image": self.image_id,
-            "command": [HELPER, "idle"],
-            "entrypoint": [],
-            "user": self.user,
-            "environment": [f"{k}={v}" for k, v in sorted(self.env.items())],
-            "working_dir": self.workdir,
-            "network_mode": "none",
-            "read_only": True,
-            "tmpfs": self.tmpfs,
-            "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges:true"],
-            "privileged": False,
-            # The helper itself is PID 1: the kernel shields a namespace's init from every
-            # signal sent inside it, so a tool cannot end the container (docker-init would
-            # exit with its child, and any same-uid tool can kill that child).
-            "init": False,
-            "pids_limit": self.limits.pids,
-            "mem_limit": self.limits.memory_bytes,
-            "memswap_limit": self.limits.memory_bytes,
-            "nano_cpus": self.limits.nano_cpus,
-            "ipc_mode": "private",
-            "cgroupns": "private",
-            "hostname": "sandbox",
-            # No engine-side log of PID 1's output (a tool could write it through /proc),
-            # and no image HEALTHCHECK running code beside the measured commands.
-            "log_config": docker.types.LogConfig(type="none"),
-            "healthcheck": {"test": ["NONE"]},
-            "labels": self.labels,
-            "mounts": [docker.types.Mount(target=m.target, source=str(m.source), type="bind",
-                                          read_only=m.read_only)
-                       for m in (*self.mounts, self.helper_mount)],
-            "detach": True,
-        }
-
-
-def default_user() -> str:
-    """A non-root uid:gid for the container: SANDBENCH_USER, else the invoking user, else
-    (when sandbench itself runs as root) 65532, which owns nothing on the host."""
-    if configured := os.environ.get("SANDBENCH_USER"):
-        return configured
-    uid, gid = os.getuid(), os.getgid()
-    return f"{uid}:{gid}" if uid != 0 else "65532:65532"
-
-
-def prepare_writable(path: Path, user: str, within: Path) -> None:
-    """A host directory under `within` the container user may write (chowned when we are
-    root). An arm may have planted a symlink there in an earlier attempt of the run, so no
-    component from `within` down is allowed to be one: a chown as root through it would
-    hand a host directory to the container user."""
-    rel = path.relative_to(within)
-    current = within
-    for part in ("", *rel.parts):
-        current = current / part if part else current
-        if current.is_symlink():
-            raise SandbenchError(f"refusing to prepare {path}: {current} is a symbolic link",
-                                 why="a sandboxed tool can write there; sandbench never "
-                                     "follows a link it may have planted",
-                                 fix="start a new run (the arm's work dir is not trustworthy)",
-                                 path=str(current))
-    path.mkdir(parents=True, exist_ok=True)
-    uid, gid = (int(x) for x in user.split(":"))
-    if os.getuid() == 0:
-        for root, dirs, files in os.walk(path):
-            os.lchown(root, uid, gid)
-            for name in dirs + files:
-                os.lchown(os.path.join(root, name), uid, gid)
 
 
 class Sandbox:
@@ -204,6 +68,8 @@ class Sandbox:
     def start(self) -> None:
         """Create and start the container. When the host's helper cannot even be opened no
         container is made, and `verify` refuses the arm on the helper's guard."""
+        for path, within in sandbox_spec.writable_dirs(self.spec):
+            workfs.prepare_writable(path, self.spec.user, within)
         image = self.engine.call("inspect image", self.engine.api.inspect_image,
                                  self.spec.image_id)
         image_env = image.get("Config", {}).get("Env") or []
@@ -243,7 +109,7 @@ class Sandbox:
                     for m in self.spec.mounts],
             tmpfs=self.spec.tmpfs, memory_bytes=self.spec.limits.memory_bytes,
             pids=self.spec.limits.pids, nano_cpus=self.spec.limits.nano_cpus,
-            labels={eng.LABEL_RUN: self.spec.run_id, eng.LABEL_ARM: self.spec.arm},
+            labels={labels.LABEL_RUN: self.spec.run_id, labels.LABEL_ARM: self.spec.arm},
             helper={"source": str(self.spec.helper.source), "sha256": self.spec.helper.sha256})
 
     def remove(self) -> None:

@@ -3,7 +3,7 @@ guard from outside and inside, optionally run one command, and remove the contai
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,34 +13,12 @@ from orchestrator import guards, images, log, rundir, workfs
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.images import ImageLock
-from orchestrator.sandbox import (HelperFile, Mount, Sandbox, SandboxSpec, default_user,
-                                  prepare_writable)
+from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox_spec import default_user, for_arm
 from orchestrator.settings import Settings
 from orchestrator.transcripts import ExecRecord
 
-# What every arm container gets: its corpus copy, its state and its output directory.
-ARM_MOUNTS = (("corpus", "/corpus"), ("state", "/state"), ("out", "/out"))
-
 logger = log.get(__name__)
-
-
-def sandbox_spec(lock: ImageLock, arm: arms_mod.ArmSpec, run_id: str, work: Path,
-                 user: str, sizes: Mapping[str, int]) -> SandboxSpec:
-    """The container an arm gets, its mounts the file systems mounted under `work`
-    (workfs.mounted), each bounded by `sizes`."""
-    mounts = []
-    for name, target in ARM_MOUNTS:
-        prepare_writable(work / name, user, within=work)
-        mounts.append(Mount(work / name, target, read_only=False, size_bytes=sizes[name]))
-    home = arm.env.get("HOME", "")
-    if home.startswith("/state/"):
-        prepare_writable(work / "state" / home.removeprefix("/state/"), user, within=work)
-    entry = lock.images.get(arm.image, {})
-    helper, digest = lock.helper()
-    return SandboxSpec(run_id=run_id, arm=arm.name, image_id=lock.image_id(arm.image),
-                       tool_version=entry.get("tool_version", ""), user=user, env=arm.env,
-                       helper=HelperFile(helper, digest), mounts=tuple(mounts),
-                       limits=arm.limits, workdir="/corpus")
 
 
 @contextmanager
@@ -50,7 +28,7 @@ def _bare_sandbox(engine: Engine, lock: ImageLock, arm: arms_mod.ArmSpec, run_id
     work = run_dir / "work" / arm.name
     sizes = workfs.sizes(arm.limits, 0)
     with workfs.mounted(work, sizes, fresh=True), \
-            Sandbox(engine, sandbox_spec(lock, arm, run_id, work, user, sizes)) as box:
+            Sandbox(engine, for_arm(lock, arm, run_id, work, user, sizes)) as box:
         yield box
 
 

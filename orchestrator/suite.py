@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import corpus
-from orchestrator.arms import KINDS
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
+from orchestrator.kinds import KINDS
 from orchestrator.settings import Settings
 from orchestrator.values import number, repo_path
 
@@ -39,7 +39,8 @@ TASK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 MANIFEST = "manifest.json"
 PREREGISTRATION = "preregistration.md"
 # The scorer's source files: a change to how numbers are computed changes the seal.
-SCORER_SOURCES = ("orchestrator/parsers.py", "orchestrator/score")
+SCORER_SOURCES = ("orchestrator/kinds.py", "orchestrator/parsers.py", "orchestrator/pinlines.py",
+                  "orchestrator/score")
 
 
 @dataclass(frozen=True)

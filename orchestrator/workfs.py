@@ -26,7 +26,7 @@ from pathlib import Path
 
 from orchestrator import log
 from orchestrator.errors import SandbenchError
-from orchestrator.sandbox import Limits
+from orchestrator.sandbox_spec import Limits
 
 IMAGE_SUFFIX = ".ext4"
 # ext4 as mke2fs makes it here: 4 KiB blocks, one 256-byte inode per 4 KiB of space (a corpus
@@ -188,3 +188,27 @@ def sizes(limits: Limits, corpus_bytes: int) -> dict[str, int]:
     """The bound of each writable mount's file system, by mount name."""
     return {"corpus": corpus_image_bytes(corpus_bytes, limits.corpus_margin_bytes),
             "state": limits.state_bytes, "out": limits.out_bytes}
+
+
+def prepare_writable(path: Path, user: str, within: Path) -> None:
+    """A host directory under `within` the container user may write (chowned when we are
+    root). An arm may have planted a symlink there in an earlier attempt of the run, so no
+    component from `within` down is allowed to be one: a chown as root through it would
+    hand a host directory to the container user."""
+    rel = path.relative_to(within)
+    current = within
+    for part in ("", *rel.parts):
+        current = current / part if part else current
+        if current.is_symlink():
+            raise SandbenchError(f"refusing to prepare {path}: {current} is a symbolic link",
+                                 why="a sandboxed tool can write there; sandbench never "
+                                     "follows a link it may have planted",
+                                 fix="start a new run (the arm's work dir is not trustworthy)",
+                                 path=str(current))
+    path.mkdir(parents=True, exist_ok=True)
+    uid, gid = (int(x) for x in user.split(":"))
+    if os.getuid() == 0:
+        for root, dirs, files in os.walk(path):
+            os.lchown(root, uid, gid)
+            for name in dirs + files:
+                os.lchown(os.path.join(root, name), uid, gid)

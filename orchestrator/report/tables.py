@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orchestrator.arms import KINDS
+from orchestrator.kinds import KINDS
 
 Table = tuple[list[str], list[list[str]]]
 BAND_ORDER = (*KINDS, "all")

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import suite as suite_mod
-from orchestrator.arms import KINDS
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_json, sha256_file
+from orchestrator.kinds import KINDS
 from orchestrator.settings import PACKAGE_DIR
 from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record
 
@@ -194,12 +194,12 @@ def check_seal(run: dict[str, Any], the_suite: suite_mod.Suite,
             rows.append(_scorer_row(key, sealed))
     for source in suite_mod.SCORER_SOURCES:
         target = SOURCE_ROOT / source
-        if target.is_dir():
-            for file in sorted(target.rglob("*.py")):
-                key = file.relative_to(SOURCE_ROOT).as_posix()
-                if key not in inputs:
-                    rows.append({"file": key, "kind": "scorer", "sealed_sha256": None,
-                                 "found_sha256": None, "status": "added"})
+        files = sorted(target.rglob("*.py")) if target.is_dir() else [target]
+        for file in files:
+            key = file.relative_to(SOURCE_ROOT).as_posix()
+            if file.is_file() and key not in inputs:
+                rows.append({"file": key, "kind": "scorer", "sealed_sha256": None,
+                             "found_sha256": None, "status": "added"})
     rows.sort(key=lambda r: r["file"])
     return manifest, tuple(rows)
 

@@ -23,10 +23,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from orchestrator import log
-from orchestrator.arms import KINDS
+from orchestrator import log, pinlines
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json, atomic_write_text, canonical_json
+from orchestrator.kinds import KINDS
 from orchestrator.score import correctness, cost, environment, leaders, reach, setup, timing
 from orchestrator.score.inputs import RunInputs, load
 from orchestrator.score.numbers import median, r6
@@ -77,7 +77,7 @@ def _flags(reps: Sequence[Any]) -> list[str]:
 
 
 def score_cell(inputs: RunInputs, arm_name: str, task: Task,
-               index: reach.LineIndex) -> dict[str, Any]:
+               index: pinlines.LineIndex) -> dict[str, Any]:
     from orchestrator import parsers
 
     cell = _blank(arm_name, task)
@@ -270,27 +270,32 @@ def failure_counts(cells: Sequence[dict[str, Any]], arm_names: Sequence[str]
     return counts
 
 
-def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], reach.LineIndex]:
-    """Every score of a run, and the line index reach used; reads only, writes nothing."""
-    inputs = load(run_dir, suite_dir)
-    run, the_suite = inputs.run, inputs.suite
-    arm_names = [a.name for a in inputs.arms]
-    available = [a.name for a in inputs.arms if a.status == "available"]
-    index = reach.load_index(inputs.run_dir, available, run["corpus"]["sha"])
-    cells = [score_cell(inputs, arm, task, index) for arm in arm_names
-             for task in the_suite.tasks]
-    by_arm = {arm: [c for c in cells if c["arm"] == arm] for arm in arm_names}
-    summary = {arm: {band: band_summary(_in_band(by_arm[arm], band)) for band in BANDS}
-               for arm in arm_names}
-    baseline = the_suite.baseline
-    ratios = {arm: {band: cost.paired_ratio(_graded_costs(_in_band(by_arm[baseline], band)),
-                                            _graded_costs(_in_band(by_arm[arm], band)))
-                    for band in BANDS}
-              for arm in available if arm != baseline}
+def _summaries(cells: Sequence[dict[str, Any]], arm_names: Sequence[str]
+               ) -> dict[str, dict[str, Any]]:
+    """Per arm and band: the grades, costs and times of its cells."""
+    return {arm: {band: band_summary(_in_band([c for c in cells if c["arm"] == arm], band))
+                  for band in BANDS} for arm in arm_names}
+
+
+def _cost_ratios(cells: Sequence[dict[str, Any]], baseline: str, available: Sequence[str]
+                 ) -> dict[str, dict[str, Any]]:
+    """The baseline's cost over each arm's, paired per task, per band."""
+    def costs(arm: str, band: str) -> dict[str, int]:
+        return _graded_costs(_in_band([c for c in cells if c["arm"] == arm], band))
+
+    return {arm: {band: cost.paired_ratio(costs(baseline, band), costs(arm, band))
+                  for band in BANDS}
+            for arm in available if arm != baseline}
+
+
+def _setups(inputs: RunInputs, cells: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Set-up cost per arm, never amortised, with its break-even against the baseline."""
+    baseline = inputs.suite.baseline
+    by_arm = {a.name: [c for c in cells if c["arm"] == a.name] for a in inputs.arms}
     index_builds = {a.name: setup.index_build(inputs.setup.get(a.name)) for a in inputs.arms}
-    setups: dict[str, Any] = {}
     one_off = {a.name: setup.one_off_seconds(a.data.get("install_seconds"),
                                              index_builds[a.name]) for a in inputs.arms}
+    setups: dict[str, Any] = {}
     for arm in inputs.arms:
         if arm.status != "available":
             setups[arm.name] = None
@@ -300,11 +305,20 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], reach.LineI
             one_off[arm.name], one_off[baseline], _warm_seconds(by_arm[arm.name]),
             _warm_seconds(by_arm[baseline]))
         setups[arm.name] = entry
-    roots = environment.bench_roots(run, inputs.run_dir)
-    guards = _guards(inputs)
-    arm_states = {a.name: a.status for a in inputs.arms}
-    changed = [r["file"] for r in inputs.manifest_rows
-               if r["kind"] == "scorer" and r["status"] != "match"]
+    return setups
+
+
+def _scorer_changed(inputs: RunInputs) -> list[str]:
+    """The scorer's sources that differ from the ones sealed before the run."""
+    return [r["file"] for r in inputs.manifest_rows
+            if r["kind"] == "scorer" and r["status"] != "match"]
+
+
+def _environment(inputs: RunInputs, cells: Sequence[dict[str, Any]],
+                 index: pinlines.LineIndex, changed: Sequence[str], guards: dict[str, Any],
+                 roots: Sequence[str]) -> dict[str, Any]:
+    """The methodology's disclosure block, with every deviation this run had."""
+    run = inputs.run
     extra = []
     if changed:
         extra.append("the scorer differs from the one sealed before the run: "
@@ -318,33 +332,74 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], reach.LineI
                      "(unscored)")
     if not index.available:
         extra.append("no line index of the pin was available: reach is unverifiable")
-    env = environment.disclosure(run, baseline, arm_states,
+    env = environment.disclosure(run, inputs.suite.baseline,
+                                 {a.name: a.status for a in inputs.arms},
                                  {a: g["ok"] for a, g in guards.items()}, roots, extra)
     env["engine"] = {"version": run["engine"].get("version"),
                      "api_version": run["engine"].get("api_version")}
+    return env
+
+
+def _run_section(run: dict[str, Any]) -> dict[str, Any]:
+    return {"run_id": run["run_id"], "date": run["date"], "status": run["status"],
+            "sandbench_version": run.get("sandbench_version"), "resumes": len(run["resumes"])}
+
+
+def _suite_section(inputs: RunInputs) -> dict[str, Any]:
+    the_suite = inputs.suite
+    return {"name": the_suite.name, "manifest_sha256": inputs.run["suite"]["manifest_sha256"],
+            "arms": list(the_suite.arms), "baseline": the_suite.baseline,
+            "reps": the_suite.reps, "timeout_s": r6(the_suite.timeout_s),
+            "precision_cap": the_suite.precision_cap, "top_k": the_suite.top_k,
+            "bands": {k: r6(v) for k, v in sorted(the_suite.bands.items())},
+            "declarations": declarations(inputs.suite_text)}
+
+
+def _tasks_section(inputs: RunInputs) -> dict[str, Any]:
+    return {t.id: {"kind": t.kind, "language": t.language, "input": dict(t.input),
+                   "truth": {k: v for k, v in sorted(t.truth.items())}}
+            for t in inputs.suite.tasks}
+
+
+DEFINITIONS = {**{f"correct.{k}": v for k, v in correctness.DEFINITIONS.items()},
+               "cost": cost.DEFINITION, "cost.unit": cost.UNIT,
+               "timing": timing.DEFINITION, "reach": reach.DEFINITION,
+               "setup": setup.DEFINITION,
+               "not_attempted": "the arm declares it cannot express the task's kind, "
+                                "quoting the tool's own docs; excluded from that "
+                                "arm's denominators",
+               **{f"unscored.{k}": v for k, v in UNSCORED_KINDS.items()},
+               **{f"failure.{k}": v for k, v in FAILURE_KINDS.items()}}
+
+
+def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], pinlines.LineIndex]:
+    """Every score of a run, and the line index reach used; reads only, writes nothing."""
+    inputs = load(run_dir, suite_dir)
+    run = inputs.run
+    arm_names = [a.name for a in inputs.arms]
+    available = [a.name for a in inputs.arms if a.status == "available"]
+    index = pinlines.load_index(inputs.run_dir, available, run["corpus"]["sha"])
+    cells = [score_cell(inputs, arm, task, index) for arm in arm_names
+             for task in inputs.suite.tasks]
+    summary = _summaries(cells, arm_names)
+    setups = _setups(inputs, cells)
+    roots = environment.bench_roots(run, inputs.run_dir)
+    guards = _guards(inputs)
+    changed = _scorer_changed(inputs)
     scores: dict[str, Any] = {
         "schema": SCHEMA,
-        "run": {"run_id": run["run_id"], "date": run["date"], "status": run["status"],
-                "sandbench_version": run.get("sandbench_version"),
-                "resumes": len(run["resumes"])},
-        "suite": {"name": the_suite.name, "manifest_sha256": run["suite"]["manifest_sha256"],
-                  "arms": list(the_suite.arms), "baseline": baseline, "reps": the_suite.reps,
-                  "timeout_s": r6(the_suite.timeout_s), "precision_cap": the_suite.precision_cap,
-                  "top_k": the_suite.top_k,
-                  "bands": {k: r6(v) for k, v in sorted(the_suite.bands.items())},
-                  "declarations": declarations(inputs.suite_text)},
+        "run": _run_section(run),
+        "suite": _suite_section(inputs),
         "corpus": {k: run["corpus"].get(k) for k in (
             "id", "repo", "sha", "tracked_files", "languages", "pristine_digest_before",
             "pristine_digest_after")},
-        "environment": env,
+        "environment": _environment(inputs, cells, index, changed, guards, roots),
         "arms": _arm_section(inputs, roots),
         "guards": guards,
-        "tasks": {t.id: {"kind": t.kind, "language": t.language, "input": dict(t.input),
-                         "truth": {k: v for k, v in sorted(t.truth.items())}}
-                  for t in the_suite.tasks},
+        "tasks": _tasks_section(inputs),
         "cells": cells,
         "summary": summary,
-        "cost_ratios": ratios,
+        "cost_ratios": _cost_ratios(cells, inputs.suite.baseline, available),
         "setup": setups,
         "state": _state(inputs),
         "reach_index": {"available": index.available,
@@ -354,15 +409,7 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], reach.LineI
                      "scorer_changed": changed},
         "failures": failure_counts(cells, arm_names),
         "leaders": leaders.leaders(summary, setups, arm_names, BANDS),
-        "definitions": {**{f"correct.{k}": v for k, v in correctness.DEFINITIONS.items()},
-                        "cost": cost.DEFINITION, "cost.unit": cost.UNIT,
-                        "timing": timing.DEFINITION, "reach": reach.DEFINITION,
-                        "setup": setup.DEFINITION,
-                        "not_attempted": "the arm declares it cannot express the task's kind, "
-                                         "quoting the tool's own docs; excluded from that "
-                                         "arm's denominators",
-                        **{f"unscored.{k}": v for k, v in UNSCORED_KINDS.items()},
-                        **{f"failure.{k}": v for k, v in FAILURE_KINDS.items()}},
+        "definitions": DEFINITIONS,
     }
     return scores, index
 
@@ -431,9 +478,9 @@ def score_run(run_dir: Path, suite_dir: Path, *, update: bool = False) -> dict[s
         differences = self_check(previous if isinstance(previous, dict) else {}, scores)
         if differences and not update:
             raise SelfCheckFailed(path, differences)
-    if index.source is not None and index.source != reach.PIN_LINES:
-        text = reach.pin_lines_text(index)
-        pin_lines = run_dir / reach.PIN_LINES
+    if index.source is not None and index.source != pinlines.PIN_LINES:
+        text = pinlines.pin_lines_text(index)
+        pin_lines = run_dir / pinlines.PIN_LINES
         if not pin_lines.is_file() or pin_lines.read_text(encoding="utf-8") != text:
             atomic_write_text(pin_lines, text)
     atomic_write_json(path, scores)

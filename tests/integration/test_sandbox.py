@@ -14,8 +14,8 @@ import pytest
 from orchestrator import cleanup, guards, images
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
-from orchestrator.sandbox import (MIB, HelperFile, Limits, Mount, Sandbox, SandboxSpec,
-                                  default_user)
+from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox_spec import MIB, HelperFile, Limits, Mount, SandboxSpec, default_user
 from orchestrator.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -24,11 +24,7 @@ pytestmark = pytest.mark.integration
 def _spec(settings: Settings, image: str, tmp_path: Path, **limits: int) -> SandboxSpec:
     lock = images.ImageLock.load(settings.images_lock)
     user = default_user()
-    mounts = []
-    for name in ("corpus", "state", "out"):
-        from orchestrator.sandbox import prepare_writable
-        prepare_writable(tmp_path / name, user, within=tmp_path)
-        mounts.append(Mount(tmp_path / name, f"/{name}"))
+    mounts = [Mount(tmp_path / name, f"/{name}") for name in ("corpus", "state", "out")]
     return SandboxSpec(run_id=f"test-{tmp_path.name}"[:60], arm=image,
                        image_id=lock.image_id(image), tool_version="test", user=user,
                        env={"HOME": "/state"}, helper=HelperFile(*lock.helper()),

@@ -12,14 +12,8 @@ import pytest
 
 from orchestrator import images
 from orchestrator.errors import GuardViolation
-from orchestrator.sandbox import (
-    HelperFile,
-    Mount,
-    Sandbox,
-    SandboxSpec,
-    default_user,
-    prepare_writable,
-)
+from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox_spec import HelperFile, Mount, SandboxSpec, default_user
 from tests.security.conftest import MainRun, World
 
 pytestmark = pytest.mark.integration
@@ -147,10 +141,7 @@ def test_a_sandbox_opting_out_of_confinement_is_refused(world: World, tmp_path: 
     """Refused from outside by guard `confinement`, before the probe runs anything in it."""
     lock = images.ImageLock.load(world.settings.images_lock)
     user = default_user()
-    mounts = []
-    for name in ("corpus", "state", "out"):
-        prepare_writable(tmp_path / name, user, within=tmp_path)
-        mounts.append(Mount(tmp_path / name, f"/{name}"))
+    mounts = [Mount(tmp_path / name, f"/{name}") for name in ("corpus", "state", "out")]
     spec = Unconfined(run_id=f"security-{tmp_path.name}"[:60], arm="h-seccomp",
                       image_id=lock.image_id("hostile"), tool_version="test", user=user,
                       env={}, helper=HelperFile(*lock.helper()), mounts=tuple(mounts),

@@ -12,7 +12,7 @@ import resource
 import pytest
 
 from orchestrator import workfs
-from orchestrator.sandbox import MIB
+from orchestrator.sandbox_spec import MIB
 from tests.security.conftest import (
     FLOOD_STDERR,
     FLOOD_STDOUT,

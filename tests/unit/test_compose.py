@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator import compose
-from orchestrator.sandbox import Limits
+from orchestrator.sandbox_spec import Limits
 from orchestrator.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]

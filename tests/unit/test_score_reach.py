@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import InputError
+from orchestrator import pinlines
 from orchestrator.score import reach
 
-INDEX = reach.LineIndex("sha", {"src/a.cs": 3, "src/b.cs": 1})
-NO_INDEX = reach.LineIndex("sha", None)
+INDEX = pinlines.LineIndex("sha", {"src/a.cs": 3, "src/b.cs": 1})
+NO_INDEX = pinlines.LineIndex("sha", None)
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_NOSYSTEM": "1",
        "GIT_CONFIG_GLOBAL": os.devnull}
@@ -74,10 +75,10 @@ def test_no_rows_is_empty_and_no_index_is_unverifiable() -> None:
 
 
 def test_line_count() -> None:
-    assert reach.line_count(b"") == 0
-    assert reach.line_count(b"a") == 1
-    assert reach.line_count(b"a\n") == 1
-    assert reach.line_count(b"a\nb") == 2
+    assert pinlines.line_count(b"") == 0
+    assert pinlines.line_count(b"a") == 1
+    assert pinlines.line_count(b"a\n") == 1
+    assert pinlines.line_count(b"a\nb") == 2
 
 
 def _repo(path: Path) -> str:
@@ -94,7 +95,7 @@ def _repo(path: Path) -> str:
 def test_the_index_is_read_from_a_copy_at_the_pin(tmp_path: Path) -> None:
     sha = _repo(tmp_path / "c")
     (tmp_path / "c" / "top.txt").write_text("changed\nin\nthe\nworktree\n")
-    assert reach.index_from_copy(tmp_path / "c", sha) == {"d/x.txt": 3, "top.txt": 1}
+    assert pinlines.index_from_copy(tmp_path / "c", sha) == {"d/x.txt": 3, "top.txt": 1}
 
 
 def test_a_copy_whose_objects_were_altered_is_not_trusted(tmp_path: Path) -> None:
@@ -105,28 +106,28 @@ def test_a_copy_whose_objects_were_altered_is_not_trusted(tmp_path: Path) -> Non
     loose = copy / ".git" / "objects" / blob[:2] / blob[2:]
     loose.chmod(0o644)
     loose.write_bytes(zlib.compress(b"blob 2\x001\n"))
-    with pytest.raises(reach._Unverified):
-        reach.index_from_copy(copy, sha)
-    index = reach.load_index(tmp_path, ["arm"], sha)
+    with pytest.raises(pinlines._Unverified):
+        pinlines.index_from_copy(copy, sha)
+    index = pinlines.load_index(tmp_path, ["arm"], sha)
     assert not index.available
 
 
 def test_the_index_falls_back_to_pin_lines(tmp_path: Path) -> None:
     copy = tmp_path / "work" / "arm" / "corpus"
     sha = _repo(copy)
-    first = reach.load_index(tmp_path, ["arm"], sha)
+    first = pinlines.load_index(tmp_path, ["arm"], sha)
     assert first.source == "work/arm/corpus"
-    (tmp_path / reach.PIN_LINES).write_text(reach.pin_lines_text(first))
+    (tmp_path / pinlines.PIN_LINES).write_text(pinlines.pin_lines_text(first))
     subprocess.run(["rm", "-rf", str(tmp_path / "work")], check=True)
-    again = reach.load_index(tmp_path, ["arm"], sha)
-    assert again.source == reach.PIN_LINES and again.files == first.files
+    again = pinlines.load_index(tmp_path, ["arm"], sha)
+    assert again.source == pinlines.PIN_LINES and again.files == first.files
     with pytest.raises(InputError, match="corpus_sha"):
-        reach.load_index(tmp_path, ["arm"], "0" * 40)
-    (tmp_path / reach.PIN_LINES).write_text("{")
+        pinlines.load_index(tmp_path, ["arm"], "0" * 40)
+    (tmp_path / pinlines.PIN_LINES).write_text("{")
     with pytest.raises(InputError, match="pin-lines.json"):
-        reach.load_index(tmp_path, ["arm"], sha)
+        pinlines.load_index(tmp_path, ["arm"], sha)
 
 
 def test_pin_lines_are_canonical(tmp_path: Path) -> None:
-    text = reach.pin_lines_text(reach.LineIndex("s", {"b": 1, "a": 2}, "work/x/corpus"))
+    text = pinlines.pin_lines_text(pinlines.LineIndex("s", {"b": 1, "a": 2}, "work/x/corpus"))
     assert json.loads(text)["files"] == {"a": 2, "b": 1} and text.endswith("\n")

@@ -12,7 +12,7 @@ from test_score_fixtures import Arm, Cell, RunBuilder, rg_rows
 
 from orchestrator.errors import InputError
 from orchestrator.score import SelfCheckFailed, compute, score_run
-from orchestrator.score.reach import PIN_LINES
+from orchestrator.pinlines import PIN_LINES
 from orchestrator.score.schema import errors, load_schema
 
 GOOD_REFS = rg_rows("src/a.cs:2:Money m;", "src/b.cs:2:Money m;", "src/d.cs:1:Money")

@@ -13,7 +13,7 @@ import pytest
 
 from orchestrator import cleanup, workfs
 from orchestrator.errors import SandbenchError
-from orchestrator.sandbox import MIB, Limits
+from orchestrator.sandbox_spec import MIB, Limits
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0 and not os.environ.get("CI"),
                                 reason="loop-mounting needs root (CI runs as root)")

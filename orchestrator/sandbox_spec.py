@@ -1,0 +1,158 @@
+"""What an arm's container is: its limits, mounts, helper, environment and labels, as plain
+data. The run, `sandbox check` and `compose export` all build it here, so the container the
+engine is asked for, the one a self-check verifies and the one a compose file describes
+cannot drift apart. Nothing here talks to the engine."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from orchestrator import labels
+from orchestrator.guards import HELPER_PATH as HELPER
+
+if TYPE_CHECKING:  # the lock is only read here; importing it would pull in the engine
+    from orchestrator.arms import ArmSpec
+    from orchestrator.images import ImageLock
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+# What every arm container gets: its corpus copy, its state and its output directory.
+ARM_MOUNTS = (("corpus", "/corpus"), ("state", "/state"), ("out", "/out"))
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_bytes: int = 4 * GIB
+    pids: int = 512
+    cpus: float = 2.0
+    tmp_bytes: int = 512 * MIB
+    # The writable mounts' own file systems (orchestrator/workfs.py); sparse, so a generous
+    # bound costs nothing until a tool writes.
+    state_bytes: int = 4 * GIB
+    out_bytes: int = 1 * GIB
+    corpus_margin_bytes: int = 1 * GIB
+
+    @property
+    def nano_cpus(self) -> int:
+        return int(self.cpus * 1e9)
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: Path
+    target: str
+    read_only: bool = False
+    size_bytes: int | None = None  # the bound of the file system behind a writable mount
+
+
+@dataclass(frozen=True)
+class HelperFile:
+    """The host's timing helper as the image lock records it."""
+
+    source: Path
+    sha256: str
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    run_id: str
+    arm: str
+    image_id: str
+    tool_version: str
+    user: str
+    env: dict[str, str]
+    helper: HelperFile
+    mounts: tuple[Mount, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    workdir: str = "/"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return labels.base_labels(**{labels.LABEL_RUN: self.run_id, labels.LABEL_ARM: self.arm,
+                                     labels.LABEL_TOOL_VERSION: self.tool_version[:200]})
+
+    @property
+    def helper_mount(self) -> Mount:
+        """The host's helper, read-only, at the one path every exec and PID 1 run."""
+        return Mount(self.helper.source, HELPER, read_only=True)
+
+    @property
+    def tmpfs(self) -> dict[str, str]:
+        return {"/tmp": f"rw,nosuid,nodev,size={self.limits.tmp_bytes},mode=1777"}
+
+    def create_kwargs(self) -> dict[str, Any]:
+        """Exactly what the engine is asked for, as plain data in the SDK's spelling;
+        compose export renders the same settings."""
+        return {
+            "image": self.image_id,
+            "command": [HELPER, "idle"],
+            "entrypoint": [],
+            "user": self.user,
+            "environment": [f"{k}={v}" for k, v in sorted(self.env.items())],
+            "working_dir": self.workdir,
+            "network_mode": "none",
+            "read_only": True,
+            "tmpfs": self.tmpfs,
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges:true"],
+            "privileged": False,
+            # The helper itself is PID 1: the kernel shields a namespace's init from every
+            # signal sent inside it, so a tool cannot end the container (docker-init would
+            # exit with its child, and any same-uid tool can kill that child).
+            "init": False,
+            "pids_limit": self.limits.pids,
+            "mem_limit": self.limits.memory_bytes,
+            "memswap_limit": self.limits.memory_bytes,
+            "nano_cpus": self.limits.nano_cpus,
+            "ipc_mode": "private",
+            "cgroupns": "private",
+            "hostname": "sandbox",
+            # No engine-side log of PID 1's output (a tool could write it through /proc),
+            # and no image HEALTHCHECK running code beside the measured commands.
+            "log_config": {"type": "none"},
+            "healthcheck": {"test": ["NONE"]},
+            "labels": self.labels,
+            "mounts": [{"Target": m.target, "Source": str(m.source), "Type": "bind",
+                        "ReadOnly": m.read_only}
+                       for m in (*self.mounts, self.helper_mount)],
+            "detach": True,
+        }
+
+
+def default_user() -> str:
+    """A non-root uid:gid for the container: SANDBENCH_USER, else the invoking user, else
+    (when sandbench itself runs as root) 65532, which owns nothing on the host."""
+    if configured := os.environ.get("SANDBENCH_USER"):
+        return configured
+    uid, gid = os.getuid(), os.getgid()
+    return f"{uid}:{gid}" if uid != 0 else "65532:65532"
+
+
+def for_arm(lock: ImageLock, arm: ArmSpec, run_id: str, work: Path, user: str,
+            sizes: Mapping[str, int]) -> SandboxSpec:
+    """The container an arm gets: its locked image and the host's helper, its mounts the
+    file systems mounted under `work` (workfs.mounted), each bounded by `sizes`."""
+    mounts = tuple(Mount(work / name, target, read_only=False, size_bytes=sizes[name])
+                   for name, target in ARM_MOUNTS)
+    entry = lock.images.get(arm.image, {})
+    helper, digest = lock.helper()
+    return SandboxSpec(run_id=run_id, arm=arm.name, image_id=lock.image_id(arm.image),
+                       tool_version=entry.get("tool_version", ""), user=user, env=arm.env,
+                       helper=HelperFile(helper, digest), mounts=mounts,
+                       limits=arm.limits, workdir="/corpus")
+
+
+def writable_dirs(spec: SandboxSpec) -> list[tuple[Path, Path]]:
+    """(host directory, the directory it must stay inside) for every place the container
+    user must be able to write: each writable mount, and a HOME the arm puts under /state."""
+    dirs = [(m.source, m.source.parent) for m in spec.mounts if not m.read_only]
+    home = spec.env.get("HOME", "")
+    state = next((m for m in spec.mounts if m.target == "/state" and not m.read_only), None)
+    if state is not None and home.startswith("/state/"):
+        dirs.append((state.source / home.removeprefix("/state/"), state.source.parent))
+    return dirs

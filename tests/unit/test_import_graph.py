@@ -1,0 +1,146 @@
+"""The import graph of `orchestrator/`: no cycles, the run never loads the scorer, and the spec
+modules stay free of the engine. Read from the sources' AST (imports inside functions count;
+imports under `if TYPE_CHECKING:` do not, they never run)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "orchestrator"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def imported(tree: ast.Module, this: str, is_package: bool, known: set[str]) -> set[str]:
+    """The modules of `known` that `tree` imports when it runs."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = this.split(".")
+                anchor = anchor if is_package else anchor[:-1]
+                anchor = anchor[:len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:  # a submodule by name, else a name of the module
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in known else base)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return {m for m in found if m in known and m != this}
+
+
+def graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """module -> the modules it imports, for sources given as name -> (text, is_package)."""
+    known = set(sources)
+    return {name: imported(ast.parse(text), name, is_package, known)
+            for name, (text, is_package) in sources.items()}
+
+
+def package_graph() -> dict[str, set[str]]:
+    return graph({module_name(p): (p.read_text(encoding="utf-8"), p.name == "__init__.py")
+                  for p in sorted(PACKAGE.rglob("*.py"))})
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(edges):
+        if node not in index:
+            connect(node)
+    return sorted(groups)
+
+
+def loaded_by(edges: dict[str, set[str]], start: str) -> set[str]:
+    """Everything importing `start` runs: its imports, theirs, and every parent package."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(edges.get(name, ()))
+        parts = name.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
+    return seen - {start}
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    assert cycles(package_graph()) == []
+
+
+def test_a_cycle_is_found() -> None:
+    edges = graph({"p": ("", True), "p.a": ("from p.b import X", False),
+                   "p.b": ("from p import a\n", False),
+                   "p.c": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                           "    from p import a\n", False)})
+    assert cycles(edges) == [["p.a", "p.b"]]
+    assert "p.a" not in edges["p.c"]
+
+
+def test_a_lazy_import_inside_a_function_still_counts() -> None:
+    edges = graph({"p": ("", True), "p.a": ("def f():\n    from p import b\n", False),
+                   "p.b": ("from . import a\n", False)})
+    assert cycles(edges) == [["p.a", "p.b"]]
+
+
+def test_the_run_does_not_load_the_scorer() -> None:
+    loaded = loaded_by(package_graph(), "orchestrator.run")
+    assert sorted(m for m in loaded if m.startswith("orchestrator.score")) == []
+
+
+@pytest.mark.parametrize("module", ["orchestrator.arms", "orchestrator.workfs",
+                                    "orchestrator.sandbox_spec", "orchestrator.kinds",
+                                    "orchestrator.pinlines", "orchestrator.suite"])
+def test_spec_modules_load_neither_the_runtime_nor_the_engine(module: str) -> None:
+    loaded = loaded_by(package_graph(), module)
+    assert not loaded & {"orchestrator.sandbox", "orchestrator.selfcheck", "orchestrator.engine",
+                         "orchestrator.run"}, sorted(loaded)
