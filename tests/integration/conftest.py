@@ -12,6 +12,7 @@ import pytest
 from orchestrator import images
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings, load_settings
+from orchestrator.suite import SCORER_SOURCES
 
 
 @pytest.fixture(scope="session")
@@ -35,8 +36,7 @@ def bench(built: Settings, tmp_path: Path) -> Iterator[Settings]:
     yield private
 
 
-PROJECT_INPUTS = ("images", "arms", "suites", "corpus.lock", "orchestrator/parsers.py",
-                  "orchestrator/score")
+PROJECT_INPUTS = ("images", "arms", "suites", "corpus.lock", *SCORER_SOURCES)
 
 
 def project_copy(built: Settings, root: Path) -> Settings:

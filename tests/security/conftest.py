@@ -34,6 +34,7 @@ from orchestrator import arms, corpus, guards, images, run, rundir, suite, workf
 from orchestrator import engine as eng
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings, load_settings
+from orchestrator.suite import SCORER_SOURCES
 from orchestrator.transcripts import ExecRecord, read_record
 
 SECURITY = Path(__file__).resolve().parent
@@ -181,9 +182,12 @@ def _copy_project(project: Path) -> None:
     # The scorer's sources are sealed inputs of every suite: a private copy, so that an edit
     # in the checkout during the session cannot break the seal.
     (project / "orchestrator").mkdir()
-    shutil.copy2(REPO / "orchestrator" / "parsers.py", project / "orchestrator" / "parsers.py")
-    shutil.copytree(REPO / "orchestrator" / "score", project / "orchestrator" / "score",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for source in SCORER_SOURCES:
+        if (REPO / source).is_dir():
+            shutil.copytree(REPO / source, project / source,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(REPO / source, project / source)
 
 
 def _build_hostile(engine: Engine, settings: Settings, token: str) -> list[str]:
