@@ -28,8 +28,8 @@ from pathlib import Path
 from orchestrator import arms, images, log, workfs
 from orchestrator.engine import Engine
 from orchestrator.fsutil import atomic_write_json
-from orchestrator.sandbox import Sandbox, default_user
-from orchestrator.selfcheck import sandbox_spec
+from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox_spec import default_user, for_arm
 from orchestrator.settings import load_settings
 
 WORDS = ["order", "invoice", "customer", "ledger", "payment", "refund", "shipment", "tax"]
@@ -69,7 +69,7 @@ def main() -> None:
         work = Path(tmp)
         sizes = workfs.sizes(arm.limits, 0)
         with workfs.mounted(work / "rg", sizes, fresh=True):
-            spec = sandbox_spec(lock, arm, "bench-sandbox", work / "rg", default_user(), sizes)
+            spec = for_arm(lock, arm, "bench-sandbox", work / "rg", default_user(), sizes)
             synth_corpus(work / "rg" / "corpus", args.files)
             with Sandbox(engine, spec) as box:
                 box.verify(work / "guards")

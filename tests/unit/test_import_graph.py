@@ -5,6 +5,7 @@ imports under `if TYPE_CHECKING:` do not, they never run)."""
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,11 @@ def test_spec_modules_load_neither_the_runtime_nor_the_engine(module: str) -> No
     loaded = loaded_by(package_graph(), module)
     assert not loaded & {"orchestrator.sandbox", "orchestrator.selfcheck", "orchestrator.engine",
                          "orchestrator.run"}, sorted(loaded)
+
+
+@pytest.mark.parametrize("script", sorted(p.stem for p in
+                                          (PACKAGE.parent / "benchmarks").glob("*.py")
+                                          if p.stem != "__init__"))
+def test_every_benchmark_script_imports(script: str) -> None:
+    """scripts/bench is not run by the test suite: a renamed module must still fail here."""
+    importlib.import_module(f"benchmarks.{script}")
