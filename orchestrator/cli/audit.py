@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from orchestrator import guards
-from orchestrator.cli._common import Json, emit_json, table
+from orchestrator.cli._common import Json, emit_json, show, table
 
 
 def audit(run_dir: Path = typer.Argument(..., file_okay=False, help="A run directory."),
@@ -27,7 +27,7 @@ def audit(run_dir: Path = typer.Argument(..., file_okay=False, help="A run direc
             if not a.matches_stored:
                 notes.append("stored verdict differs from the recomputed one")
             typer.echo(f"\n{a.arm}: {state}" + (f" ({'; '.join(notes)})" if notes else ""))
-            typer.echo(table([{**dataclasses.asdict(r), "ok": "ok" if r.ok else "FAIL"}
-                              for r in a.results], ["guard", "side", "ok", "expected", "found"]))
+            show(table([{**dataclasses.asdict(r), "ok": "ok" if r.ok else "FAIL"}
+                        for r in a.results], ["guard", "side", "ok", "expected", "found"]))
     if not audited or not all(a.ok for a in audited):
         raise typer.Exit(1)

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from orchestrator import suite as suite_mod
-from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, table
+from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
 
 app = typer.Typer(no_args_is_help=True, help="Sealed task suites.")
 
@@ -34,7 +34,7 @@ def verify(name: str, bench_root: Path = BenchRoot, as_json: bool = Json) -> Non
     if as_json:
         emit_json([dataclasses.asdict(d) for d in diffs])
     elif diffs:
-        typer.echo(table([dataclasses.asdict(d) for d in diffs], ["file", "expected", "found"]))
+        show(table([dataclasses.asdict(d) for d in diffs], ["file", "expected", "found"]))
     else:
         typer.echo(f"seal of {name} holds")
     if diffs:

@@ -52,3 +52,21 @@ def test_audit_of_a_non_run_exits_2(tmp_path: Path) -> None:
     result = runner.invoke(app, ["audit", str(tmp_path)])
     assert result.exit_code == 2
     assert "not a sandbench run directory" in result.output
+
+
+def test_tables_without_a_terminal_are_plain_one_line_rows(monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "20")
+    args = ["images", "build", "--dry-run", "--bench-root", str(tmp_path / "b")]
+    first, again = runner.invoke(app, args), runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert first.stdout == again.stdout
+    assert "\x1b" not in first.stdout
+    assert first.stdout.splitlines()[0].split() == ["NAME", "ACTION", "REASON", "TAG",
+                                                    "SECONDS"]
+    rows = [line.split(maxsplit=2) for line in first.stdout.splitlines()]
+    assert ["devscout", "unavailable", "needs --artifact devscout=PATH"] in rows
+    assert all(line == line.rstrip() for line in first.stdout.splitlines())
+
