@@ -3,11 +3,12 @@ stdout."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich import box
@@ -16,6 +17,9 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestrator.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from orchestrator.guards import GuardResult
 
 BenchRoot = typer.Option(None, "--bench-root", envvar="SANDBENCH_ROOT",
                          help="Where corpora, the image lock and runs live (default ./bench).")
@@ -58,6 +62,13 @@ def show(*renderables: RenderableType) -> None:
     with out.capture() as captured:
         out.print(*renderables, sep="\n")
     typer.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
+
+
+def show_guards(heading: str, results: Sequence[GuardResult]) -> None:
+    """An arm's heading line, then one row per guard: what `sandbox check` and `audit` print."""
+    typer.echo(f"\n{heading}")
+    show(table([{**dataclasses.asdict(r), "ok": "ok" if r.ok else "FAIL"} for r in results],
+               ["guard", "side", "ok", "expected", "found"]))
 
 
 def emit_json(obj: Any) -> None:

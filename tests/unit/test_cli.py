@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from orchestrator.cli import app
+from orchestrator.cli import _common, app
+from orchestrator.guards import GuardResult
 
 runner = CliRunner()
 
@@ -70,3 +71,14 @@ def test_tables_without_a_terminal_are_plain_one_line_rows(monkeypatch: pytest.M
     assert ["devscout", "unavailable", "needs --artifact devscout=PATH"] in rows
     assert all(line == line.rstrip() for line in first.stdout.splitlines())
 
+
+def test_the_guard_table_shows_cells_as_text(capsys: pytest.CaptureFixture[str]) -> None:
+    found = "[bold]" + "x" * 300
+    _common.show_guards("rg: REFUSED", [GuardResult("read_only_root", "outside", True, True, True),
+                                        GuardResult("user", "inside", "[red]1000", found, False)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == ["", "rg: REFUSED"]
+    rows = [line.split() for line in lines]
+    assert ["GUARD", "SIDE", "OK", "EXPECTED", "FOUND"] in rows
+    assert ["read_only_root", "outside", "ok", "True", "True"] in rows
+    assert ["user", "inside", "FAIL", "[red]1000", found] in rows
