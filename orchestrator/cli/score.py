@@ -35,7 +35,7 @@ def score(run_dir: Path = RunDir,
     (exit 1 naming each that differs, nothing written)."""
     if suite_dir is None:
         name = read_run_json(run_dir)["suite"]["name"]
-        suite_dir = settings(bench_root).project_root / "suites" / name
+        suite_dir = settings(bench_root).suite_dir(name)
     scored_before = (run_dir / SCORES_NAME).is_file()
     scores = score_run(run_dir, suite_dir, update=update)
     if as_json:

@@ -15,7 +15,7 @@ app = typer.Typer(no_args_is_help=True, help="Sealed task suites.")
 
 def _load(name: str, bench_root: Path | None):
     cfg = settings(bench_root)
-    return cfg, suite_mod.load_suite(cfg.project_root / "suites", name)
+    return cfg, suite_mod.load_suite(cfg.suites_dir, name)
 
 
 @app.command("seal")
