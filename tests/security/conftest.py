@@ -259,11 +259,6 @@ class World:
 
 
 @pytest.fixture(scope="session")
-def engine() -> Engine:
-    return Engine.connect()
-
-
-@pytest.fixture(scope="session")
 def world(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     real = load_settings()
     images.build(engine, real, list(REAL_RECIPES))
