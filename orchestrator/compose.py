@@ -94,7 +94,7 @@ def _yaml(value: Any, indent: int = 0) -> str:
 
 
 def render(settings: Settings, suite_name: str) -> str:
-    the_suite = suite.load_suite(settings.project_root / "suites", suite_name)
+    the_suite = suite.load_suite(settings.suites_dir, suite_name)
     services = {}
     for arm in arms.load_arms(settings.arms_dir, list(the_suite.arms)):
         mounts = tuple(Mount(Path("/"), f"/{name}") for name in ("corpus", "state", "out"))
@@ -107,7 +107,7 @@ def render(settings: Settings, suite_name: str) -> str:
 
 def env_file(settings: Settings, suite_name: str, work: Path | None) -> str:
     """This host's values: locked image ids, and the work dir of a run (when given)."""
-    the_suite = suite.load_suite(settings.project_root / "suites", suite_name)
+    the_suite = suite.load_suite(settings.suites_dir, suite_name)
     lock = images.ImageLock.load(settings.images_lock)
     lines = [f"SANDBENCH_WORK={work or settings.bench_root / 'compose' / 'work'}"]
     try:

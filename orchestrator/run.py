@@ -82,7 +82,7 @@ def _cells(spec: arms.ArmSpec, the_suite: suite.Suite) -> tuple[tuple[str, int],
 def plan(settings: Settings, suite_name: str, only: list[str] | None = None,
          engine: Engine | None = None) -> Plan:
     """What a run would do, and what is missing, without starting anything."""
-    the_suite = suite.load_suite(settings.project_root / "suites", suite_name)
+    the_suite = suite.load_suite(settings.suites_dir, suite_name)
     names = list(the_suite.arms)
     if only:
         unknown = [n for n in only if n not in names]

@@ -33,6 +33,14 @@ class Settings:
         return self.project_root / "arms"
 
     @property
+    def suites_dir(self) -> Path:
+        return self.project_root / "suites"
+
+    def suite_dir(self, name: str) -> Path:
+        """The folder of suite NAME: suites/NAME in the project."""
+        return self.suites_dir / name
+
+    @property
     def images_lock(self) -> Path:
         """Host state: image ids are per host, so the lock lives under the bench root."""
         return self.bench_root / "images.lock"

@@ -1,5 +1,6 @@
 """Shared fixtures. Integration tests need a real engine: in CI (CI=true) its absence is a
-failure, never a skip."""
+failure, never a skip. The `engine` fixture lives here, once, for tests/integration and
+tests/security alike."""
 
 from __future__ import annotations
 
@@ -16,7 +17,21 @@ def _no_retry_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(eng, "RETRY_WAIT", tenacity.wait_none())
 
 
+@pytest.fixture(scope="session")
+def engine() -> eng.Engine:
+    """The real engine, one per session. Tests that use it (directly or through `built`,
+    `bench`, `world`) must be marked integration: without an engine the hook below has
+    already stopped the session in CI, or skipped them, visibly, elsewhere; a test that gets
+    here connects or fails, never skips."""
+    return eng.Engine.connect()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unmarked = [item.nodeid for item in items if "engine" in getattr(item, "fixturenames", ())
+                and not item.get_closest_marker("integration")]
+    if unmarked:
+        raise pytest.UsageError("tests that need the engine must be marked integration: "
+                                + ", ".join(unmarked))
     if not any(item.get_closest_marker("integration") for item in items):
         return
     try:

@@ -1,31 +1,74 @@
-"""Shared rendering for thin commands: an aligned text table, or JSON alone on stdout."""
+"""Shared rendering for thin commands: `rich` tables through one console, or JSON alone on
+stdout."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+from rich import box
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
 
 from orchestrator.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from orchestrator.guards import GuardResult
 
 BenchRoot = typer.Option(None, "--bench-root", envvar="SANDBENCH_ROOT",
                          help="Where corpora, the image lock and runs live (default ./bench).")
 Json = typer.Option(False, "--json", help="Print only JSON on stdout.")
+
+# Without a terminal (CI, a pipe, CliRunner) tables are laid out for this fixed width, so
+# that nothing depends on COLUMNS and no row is wrapped: a table is only as wide as its cells.
+PLAIN_WIDTH = 4096
 
 
 def settings(bench_root: Path | None) -> Settings:
     return load_settings(bench_root)
 
 
-def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
-    cells = [[str("" if r.get(c) is None else r.get(c)) for c in columns] for r in rows]
-    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
-    return "\n".join(line.rstrip() for line in lines)
+def console() -> Console:
+    """The one console every table goes through. On a terminal: its width, bold headers,
+    long cells folded. Otherwise: the fixed width, no colour and no control codes whatever
+    FORCE_COLOR or COLUMNS say, so the text is the same on every host."""
+    tty = sys.stdout.isatty()
+    return Console(file=sys.stdout, force_terminal=tty, no_color=not tty or None,
+                   width=None if tty else PLAIN_WIDTH, markup=False, emoji=False,
+                   highlight=False, soft_wrap=False)
+
+
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> Table:
+    """One row per dict, the named columns in order under upper-cased headers; None is an
+    empty cell. Cells are plain text (never rich markup)."""
+    grid = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold",
+                 highlight=False)
+    for column in columns:
+        grid.add_column(column.upper(), overflow="fold")
+    for row in rows:
+        grid.add_row(*(Text("" if row.get(c) is None else str(row.get(c))) for c in columns))
+    return grid
+
+
+def show(*renderables: RenderableType) -> None:
+    """Print tables (and text) on stdout through the console, without trailing blanks."""
+    out = console()
+    with out.capture() as captured:
+        out.print(*renderables, sep="\n")
+    typer.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
+
+
+def show_guards(heading: str, results: Sequence[GuardResult]) -> None:
+    """An arm's heading line, then one row per guard: what `sandbox check` and `audit` print."""
+    typer.echo(f"\n{heading}")
+    show(table([{**dataclasses.asdict(r), "ok": "ok" if r.ok else "FAIL"} for r in results],
+               ["guard", "side", "ok", "expected", "found"]))
 
 
 def emit_json(obj: Any) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from orchestrator import guards
-from orchestrator.cli._common import Json, emit_json, table
+from orchestrator.cli._common import Json, emit_json, show_guards
 
 
 def audit(run_dir: Path = typer.Argument(..., file_okay=False, help="A run directory."),
@@ -26,8 +26,7 @@ def audit(run_dir: Path = typer.Argument(..., file_okay=False, help="A run direc
             notes = [] if a.probed else ["never probed: refused from outside"]
             if not a.matches_stored:
                 notes.append("stored verdict differs from the recomputed one")
-            typer.echo(f"\n{a.arm}: {state}" + (f" ({'; '.join(notes)})" if notes else ""))
-            typer.echo(table([{**dataclasses.asdict(r), "ok": "ok" if r.ok else "FAIL"}
-                              for r in a.results], ["guard", "side", "ok", "expected", "found"]))
+            show_guards(f"{a.arm}: {state}" + (f" ({'; '.join(notes)})" if notes else ""),
+                        a.results)
     if not audited or not all(a.ok for a in audited):
         raise typer.Exit(1)

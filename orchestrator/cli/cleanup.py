@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from orchestrator import cleanup as cleanup_mod
-from orchestrator.cli._common import BenchRoot, settings, table
+from orchestrator.cli._common import BenchRoot, settings, show, table
 from orchestrator.engine import Engine
 
 
@@ -23,5 +23,5 @@ def cleanup(dry_run: bool = typer.Option(False, "--dry-run", help="List, remove 
         typer.echo("nothing to clean up")
         return
     done = found if dry_run else cleanup_mod.remove(engine, found)
-    typer.echo(table([dataclasses.asdict(x) for x in done], ["kind", "id", "name", "detail"]))
+    show(table([dataclasses.asdict(x) for x in done], ["kind", "id", "name", "detail"]))
     typer.echo(f"{'would remove' if dry_run else 'removed'} {len(done)}")

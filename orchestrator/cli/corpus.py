@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from orchestrator import corpus
-from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, table
+from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
 from orchestrator.settings import Settings
 
 app = typer.Typer(no_args_is_help=True, help="Pinned corpora: fetch at the pin, list, verify.")
@@ -66,10 +66,10 @@ def ls(bench_root: Path = BenchRoot, lock: Path = Lock, as_json: bool = Json) ->
     if as_json:
         emit_json(rows)
         return
-    typer.echo(table([{**row, "pin": (row["sha"] or "-")[:12],
-                       "fetched": f"stale: fetched {row['fetched_sha'][:12]}"
-                       if row["fetched"] == "stale" else row["fetched"]} for row in rows],
-                     ["id", "pin", "status", "fetched", "files"]))
+    show(table([{**row, "pin": (row["sha"] or "-")[:12],
+                 "fetched": f"stale: fetched {row['fetched_sha'][:12]}"
+                 if row["fetched"] == "stale" else row["fetched"]} for row in rows],
+               ["id", "pin", "status", "fetched", "files"]))
 
 
 @app.command("verify")

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from orchestrator import images
-from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, table
+from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
 from orchestrator.engine import Engine
 
 app = typer.Typer(no_args_is_help=True, help="Pinned image recipes and the host's image lock.")
@@ -28,8 +28,8 @@ def build(names: list[str] = typer.Argument(None, help="Images to build (default
     if as_json:
         emit_json([dataclasses.asdict(o) for o in outcomes])
         return
-    typer.echo(table([dataclasses.asdict(o) for o in outcomes],
-                     ["name", "action", "reason", "tag", "seconds"]))
+    show(table([dataclasses.asdict(o) for o in outcomes],
+               ["name", "action", "reason", "tag", "seconds"]))
 
 
 @app.command("ls")
@@ -39,8 +39,8 @@ def ls(bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     if as_json:
         emit_json(rows)
         return
-    typer.echo(table(rows, ["name", "parent", "tag", "present", "size_bytes", "build_seconds",
-                            "tool_version"]))
+    show(table(rows, ["name", "parent", "tag", "present", "size_bytes", "build_seconds",
+                      "tool_version"]))
 
 
 @app.command("verify")
@@ -50,7 +50,7 @@ def verify(bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     if as_json:
         emit_json([dataclasses.asdict(c) for c in checks])
     else:
-        typer.echo(table([dataclasses.asdict(c) for c in checks], ["name", "status", "detail"]))
+        show(table([dataclasses.asdict(c) for c in checks], ["name", "status", "detail"]))
     if any(c.status not in ("ok", "unavailable") for c in checks):
         raise typer.Exit(1)
 

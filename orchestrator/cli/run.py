@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from orchestrator import log, run as run_mod
-from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, table
+from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
 from orchestrator.engine import Engine
 
 
@@ -62,7 +62,7 @@ def run(suite: str = typer.Argument(..., help="A suite under suites/."),
             emit_json({"suite": suite, "arms": rows, "total_cells": plan.total_cells,
                        "missing": list(plan.missing)})
             return
-        typer.echo(table(rows, ["arm", "image", "image_id", "cells", "status"]))
+        show(table(rows, ["arm", "image", "image_id", "cells", "status"]))
         typer.echo(f"{plan.total_cells} cells ({len(plan.suite.tasks)} tasks, "
                    f"1 cold + {plan.suite.reps} warm each)")
         for item in plan.missing:

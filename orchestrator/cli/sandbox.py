@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from orchestrator import selfcheck
-from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, table
+from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show_guards
 from orchestrator.engine import Engine
 
 app = typer.Typer(no_args_is_help=True, help="Hardened per-arm containers.")
@@ -29,9 +29,7 @@ def check(arms: list[str] = typer.Argument(None, help="Arms to check (default: a
             if c.unavailable:
                 typer.echo(f"\n{c.arm}: unavailable ({c.unavailable})")
                 continue
-            typer.echo(f"\n{c.arm}: {'all guards verified' if c.ok else 'REFUSED'}")
-            typer.echo(table([{**dataclasses.asdict(r), "ok": "ok" if r.ok else "FAIL"}
-                              for r in c.results], ["guard", "side", "ok", "expected", "found"]))
+            show_guards(f"{c.arm}: {'all guards verified' if c.ok else 'REFUSED'}", c.results)
         typer.echo(f"\nsnapshots: {run_dir} (re-check offline: sandbench audit {run_dir})")
     if not all(c.ok for c in checks if not c.unavailable):
         raise typer.Exit(1)

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from orchestrator import report as report_mod
-from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, table
+from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
 from orchestrator.fsutil import canonical_json
 from orchestrator.report import html as html_page
 from orchestrator.report import tables
@@ -18,10 +18,9 @@ from orchestrator.score.inputs import read_run_json
 RunDir = typer.Argument(..., file_okay=False, help="A run directory (bench/runs/RUN_ID).")
 
 
-def _scorecard(scores: dict) -> str:
-    rows = tables.terminal_scorecard(scores)
-    return table(rows, ["arm", *tables.bands(scores)]) + \
-        "\n(correct/partial/wrong/not attempted/unscored)"
+def _show_scorecard(scores: dict) -> None:
+    show(table(tables.terminal_scorecard(scores), ["arm", *tables.bands(scores)]),
+         "(correct/partial/wrong/not attempted/unscored)")
 
 
 def score(run_dir: Path = RunDir,
@@ -36,14 +35,14 @@ def score(run_dir: Path = RunDir,
     (exit 1 naming each that differs, nothing written)."""
     if suite_dir is None:
         name = read_run_json(run_dir)["suite"]["name"]
-        suite_dir = settings(bench_root).project_root / "suites" / name
+        suite_dir = settings(bench_root).suite_dir(name)
     scored_before = (run_dir / SCORES_NAME).is_file()
     scores = score_run(run_dir, suite_dir, update=update)
     if as_json:
         emit_json({"scores": str(run_dir / SCORES_NAME), "cells": len(scores["cells"]),
                    "self_check": "reproduced" if scored_before and not update else None})
         return
-    typer.echo(_scorecard(scores))
+    _show_scorecard(scores)
     if scored_before and not update:
         typer.echo(f"self-check: all {len(scores['cells'])} cells reproduce the earlier "
                    "grades, recalls and precisions")
@@ -87,6 +86,6 @@ def report(run_dir: Path = RunDir,
         return
     done = report_mod.write(run_dir, output)
     html_page.write(done.scores, page)
-    typer.echo(_scorecard(done.scores))
+    _show_scorecard(done.scores)
     typer.echo(f"markdown: {done.markdown}")
     typer.echo(f"html: {page}")

@@ -8,14 +8,14 @@ from pathlib import Path
 import typer
 
 from orchestrator import suite as suite_mod
-from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, table
+from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
 
 app = typer.Typer(no_args_is_help=True, help="Sealed task suites.")
 
 
 def _load(name: str, bench_root: Path | None):
     cfg = settings(bench_root)
-    return cfg, suite_mod.load_suite(cfg.project_root / "suites", name)
+    return cfg, suite_mod.load_suite(cfg.suites_dir, name)
 
 
 @app.command("seal")
@@ -34,7 +34,7 @@ def verify(name: str, bench_root: Path = BenchRoot, as_json: bool = Json) -> Non
     if as_json:
         emit_json([dataclasses.asdict(d) for d in diffs])
     elif diffs:
-        typer.echo(table([dataclasses.asdict(d) for d in diffs], ["file", "expected", "found"]))
+        show(table([dataclasses.asdict(d) for d in diffs], ["file", "expected", "found"]))
     else:
         typer.echo(f"seal of {name} holds")
     if diffs:

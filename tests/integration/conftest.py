@@ -1,6 +1,6 @@
-"""Integration fixtures: the real engine and the real images, built once from the recipes
-into the project's bench root (a rebuild happens only when a recipe changed). Containers a
-test starts are removed by their recorded id."""
+"""Integration fixtures: the real images, built once from the recipes into the project's
+bench root (a rebuild happens only when a recipe changed), on the real engine (the `engine`
+fixture of tests/conftest.py). Containers a test starts are removed by their recorded id."""
 
 from __future__ import annotations
 
@@ -13,11 +13,6 @@ from orchestrator import images
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings, load_settings
 from orchestrator.suite import SCORER_SOURCES
-
-
-@pytest.fixture(scope="session")
-def engine() -> Engine:
-    return Engine.connect()
 
 
 @pytest.fixture(scope="session")

@@ -35,16 +35,16 @@ def _env(settings: Settings) -> dict[str, str]:
 
 def _only_arms(settings: Settings, arms: list[str], baseline: str = "rg") -> None:
     """Narrow the copied demo suite to `arms` and seal it again."""
-    path = settings.project_root / "suites" / "demo" / "suite.toml"
+    path = settings.suite_dir("demo") / "suite.toml"
     text = path.read_text()
     start = text.index("arms = [")
     end = text.index("]", start) + 1
     path.write_text(text[:start] + "arms = " + json.dumps(arms) + text[end:])
-    suite.seal(suite.load_suite(settings.project_root / "suites", "demo"), settings)
+    suite.seal(suite.load_suite(settings.suites_dir, "demo"), settings)
 
 
 def _grades(run_dir: Path, settings: Settings) -> dict[tuple[str, str], tuple]:
-    scores = scorer.score_run(run_dir, settings.project_root / "suites" / "demo", update=True)
+    scores = scorer.score_run(run_dir, settings.suite_dir("demo"), update=True)
     return {(c["arm"], c["task"]): (c["verdict"], c["failure"], (c["grade"] or {}).get("recall"),
                                     (c["grade"] or {}).get("precision"))
             for c in scores["cells"]}
@@ -123,7 +123,7 @@ def test_a_hang_a_failure_and_garbage_are_classified_and_the_run_goes_on(
     run_dir = run.execute(engine, settings, "demo")
     setup = transcripts.read_record(run_dir / "cells" / "faulty" / "_setup" / "record.json")
     assert setup.outcome == "timeout" and setup.exit["timed_out"]
-    scores = scorer.score_run(run_dir, settings.project_root / "suites" / "demo")
+    scores = scorer.score_run(run_dir, settings.suite_dir("demo"))
     faulty = [c for c in scores["cells"] if c["arm"] == "faulty"]
     by_kind = {k: {c["failure"] for c in faulty if c["kind"] == k} for k in
                ("references", "impact", "locate")}

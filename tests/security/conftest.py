@@ -263,11 +263,6 @@ class World:
 
 
 @pytest.fixture(scope="session")
-def engine() -> Engine:
-    return Engine.connect()
-
-
-@pytest.fixture(scope="session")
 def world(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     real = load_settings()
     images.build(engine, real, list(REAL_RECIPES))
@@ -300,7 +295,7 @@ def world(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         write_suite(project, "names", ["h-names", "rg"], TASKS[1:])
         write_suite(project, "resume", ["h-resume", "rg"], TASKS[1:])
         for name in ("main", "stop", "names", "resume"):
-            suite.seal(suite.load_suite(project / "suites", name), settings)
+            suite.seal(suite.load_suite(settings.suites_dir, name), settings)
         yield World(engine, settings, listener, canary_env, canary_file,
                     hashlib.sha256(decoy).hexdigest(), built)
     finally:

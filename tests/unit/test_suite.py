@@ -31,7 +31,7 @@ def project(tmp_path: Path) -> Settings:
 
 
 def _suite(settings: Settings) -> suite.Suite:
-    return suite.load_suite(settings.project_root / "suites", "demo")
+    return suite.load_suite(settings.suites_dir, "demo")
 
 
 def test_the_demo_suite_has_every_kind_at_least_twice() -> None:
