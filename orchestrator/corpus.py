@@ -31,20 +31,16 @@ from orchestrator import __version__, demo_corpus, log
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json, duplicate_toml_key
 from orchestrator.settings import Settings
-from orchestrator.values import number
+from orchestrator.values import load_schema, schema_problem
 
 LOCK_NAME = "corpus.lock"
-LOCK_VERSION = 1
-FIELDS = ("id", "repo", "url", "sha", "license", "kind", "status", "note")
-KINDS = ("target", "held-out", "demo")
-STATUSES = ("registered", "proposed")
+SCHEMA_FILE = "corpus-lock.schema.json"
+FIELDS = tuple(load_schema(SCHEMA_FILE)["$defs"]["pin"]["properties"])
 BUILTIN_SCHEME = "builtin:"
 BUILTINS = ("demo",)
 GIT_DIR = ".git"
 
-_SHA = re.compile(r"[0-9a-f]{40}")
 _ID = re.compile(r"[a-z0-9][a-z0-9-]*")
-_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _HEADER = re.compile(r"\s*\[\s*(?:\"([^\"]+)\"|([A-Za-z0-9_-]+))\s*\]\s*(?:#.*)?")
 
 # By extension; everything else is counted under its extension only.
@@ -114,58 +110,29 @@ def load_lock(path: Path) -> dict[str, CorpusPin]:
         raise _duplicate_table(path, text) or duplicate_toml_key(path, text, err) or InputError(
             f"{path}: not valid TOML: {err}", fix="fix the syntax at the position named",
             file=str(path)) from err
-    number(_where(path, text, None, "version"), "version", data.get("version"),
-           f"version = {LOCK_VERSION}", integer=True, minimum=LOCK_VERSION, maximum=LOCK_VERSION)
-    pins: dict[str, CorpusPin] = {}
-    for table, body in data.items():
-        if table == "version":
-            continue
-        if not isinstance(body, dict):
-            raise InputError.bad_value(_where(path, text, None, table), table,
-                                       "a [table] per corpus, or `version`", body)
-        pins[table] = _pin(path, text, table, body)
-    return pins
+    if problem := schema_problem(data, SCHEMA_FILE):
+        table, key = (None, *problem.where)[-2:]
+        raise InputError.bad_value(_where(path, text, table, str(key)), problem.key,
+                                   problem.expected, problem.found)
+    return {table: _pin(path, text, table, body) for table, body in data.items()
+            if table != "version"}
 
 
 def _pin(path: Path, text: str, table: str, body: dict[str, Any]) -> CorpusPin:
+    """One table, its fields already checked against the schema: what the schema cannot say."""
     def bad(key: str, expected: str, found: object) -> InputError:
         return InputError.bad_value(_where(path, text, table, key), f"{table}.{key}",
                                     expected, found)
 
     if not _ID.fullmatch(table):
         raise bad("id", "a table name of lower-case letters, digits and dashes", table)
-    for key in body:
-        if key not in FIELDS:
-            raise bad(key, "only the fields " + ", ".join(FIELDS), key)
-    status = body.get("status")
-    if status not in STATUSES:
-        raise bad("status", " or ".join(STATUSES), status)
-    required = [key for key in FIELDS if not (key == "sha" and status == "proposed")]
-    for key in required:
-        if key not in body:
-            raise bad(key, "the field to be present", None)
-        if not isinstance(body[key], str):
-            raise bad(key, "a string", body[key])
-    if status == "proposed" and "sha" in body:
-        raise bad("sha", "no sha on a proposed corpus (register it to pin one)", body["sha"])
     if body["id"] != table:
         raise bad("id", f"the table name {table!r}", body["id"])
-    if not _REPO.fullmatch(body["repo"]):
-        raise bad("repo", "owner/name", body["repo"])
     url = body["url"]
-    if url.startswith(BUILTIN_SCHEME):
-        if url.removeprefix(BUILTIN_SCHEME) not in BUILTINS:
-            raise bad("url", "one of " + ", ".join(BUILTIN_SCHEME + b for b in BUILTINS), url)
-    elif not url.startswith("https://"):
-        raise bad("url", f"an https:// git URL or {BUILTIN_SCHEME}<name>", url)
-    if "sha" in body and not _SHA.fullmatch(body["sha"]):
-        raise bad("sha", "a full commit sha: 40 lower-case hex digits", body["sha"])
-    if body["kind"] not in KINDS:
-        raise bad("kind", " or ".join(KINDS), body["kind"])
-    if not body["license"]:
-        raise bad("license", "an SPDX licence identifier", body["license"])
+    if url.startswith(BUILTIN_SCHEME) and url.removeprefix(BUILTIN_SCHEME) not in BUILTINS:
+        raise bad("url", "one of " + ", ".join(BUILTIN_SCHEME + b for b in BUILTINS), url)
     return CorpusPin(id=table, repo=body["repo"], url=url, sha=body.get("sha"),
-                     license=body["license"], kind=body["kind"], status=status,
+                     license=body["license"], kind=body["kind"], status=body["status"],
                      note=body["note"])
 
 
