@@ -21,7 +21,7 @@ from typing import Any
 
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json
-from orchestrator.values import check_schema, key_path
+from orchestrator.values import check_schema, schema_problem
 
 PROBE_LOOKUP = "example.com"  # RFC 2606 documentation domain: resolvable only with a network
 PROBE_WRITE = "/.sandbench-probe-root-write"
@@ -87,31 +87,12 @@ class GuardPolicy:
     def from_json(cls, data: Any, source: Path) -> GuardPolicy:
         """The stored policy, every field checked: the audit must fail on a bad key, never
         on a traceback."""
-        _object(source, data, "(top level)")
-        want = {f: t for f, t in POLICY_TYPES.items()}
-        for key in sorted(set(data) - set(want)):
-            raise InputError.bad_value(source, key, f"one of {sorted(want)}", key)
-        for key, kind in want.items():
-            if key not in data:
-                raise InputError.bad_value(source, key, "present", None)
-            if not _is(data[key], kind):
-                raise InputError.bad_value(source, key, kind, data[key])
-        if not re.fullmatch(r"\d+:\d+", data["user"]):
-            raise InputError.bad_value(source, "user", "uid:gid", data["user"])
-        mounts = []
-        member_types = {"source": str, "target": str, "read_only": bool}
-        for i, m in enumerate(data["mounts"]):
-            _object(source, m, key_path(("mounts", i)))
-            for key in sorted(set(m) - {*member_types, "size_bytes"}):
-                raise _bad_member(source, i, key, f"one of {sorted(member_types)}", key)
-            for key, kind in member_types.items():
-                if not isinstance(m.get(key), kind):
-                    raise _bad_member(source, i, key, kind.__name__, m.get(key))
-            size = m.get("size_bytes")
-            if size is not None and (not _is(size, "int") or size <= 0):
-                raise _bad_member(source, i, "size_bytes", "a positive int or null", size)
-            mounts.append(DeclaredMount(**m))
-        return cls(**{**data, "mounts": mounts})
+        if problem := schema_problem(data, POLICY_SCHEMA):
+            if len(problem.where) == 3 and problem.where[0] == "mounts":
+                _, index, key = problem.where
+                raise _bad_member(source, int(index), str(key), problem.expected, problem.found)
+            raise InputError.bad_value(source, problem.key, problem.expected, problem.found)
+        return cls(**{**data, "mounts": [DeclaredMount(**m) for m in data["mounts"]]})
 
     @property
     def uid_gid(self) -> tuple[int, int]:
@@ -119,34 +100,17 @@ class GuardPolicy:
         return int(uid), int(gid)
 
 
-POLICY_TYPES = {"run_id": "str", "arm": "str", "image_id": "str", "user": "str",
-                "env": "list[str]", "mounts": "list", "tmpfs": "dict[str, str]",
-                "memory_bytes": "int", "pids": "int", "nano_cpus": "int",
-                "labels": "dict[str, str]", "helper": "dict[str, str]"}
+POLICY_SCHEMA = "guard-policy.schema.json"
 
 
-def _is(value: Any, kind: str) -> bool:
-    if kind == "str":
-        return isinstance(value, str)
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "list":
-        return isinstance(value, list)
-    if kind == "list[str]":
-        return isinstance(value, list) and all(isinstance(v, str) for v in value)
-    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str)
-                                           for k, v in value.items())
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _bad_member(source: Path, index: int, key: str, expected: str, found: Any) -> InputError:
     """A bad field of one declared mount, named with the mount's index."""
     return InputError(f"{source}: mounts[{index}].{key}: expected {expected}, found {found!r}",
                       file=str(source), key=key, expected=expected, found=found)
-
-
-def _object(source: Path, value: Any, key: str) -> None:
-    if not isinstance(value, dict):
-        raise InputError.bad_value(source, key, "an object", value)
 
 
 def _result(guard: str, side: str, expected: Any, found: Any, ok: bool | None = None
@@ -287,7 +251,7 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
         _result("mount_modes", inside, [], wrong_mode),
         _result("mount_sizes", inside, {t: f"<= {b}" for t, b in sorted(bounds.items())},
                 dict(sorted(sizes.items())),
-                ok=all(_is(sizes[t], "int") and 0 < sizes[t] <= b for t, b in bounds.items())),
+                ok=all(_is_int(sizes[t]) and 0 < sizes[t] <= b for t, b in bounds.items())),
         # Arm images carry no helper: one of their own is stale or meant to be mistaken
         # for the mounted one.
         _result("image_helpers", inside, [], facts.get("image_helpers")),

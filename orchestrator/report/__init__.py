@@ -9,7 +9,7 @@ from typing import Any
 
 from orchestrator.fsutil import atomic_write_text
 from orchestrator.report.markdown import check, render_markdown
-from orchestrator.score.schema import load_scores
+from orchestrator.report.scores import load_scores
 from orchestrator.score.scorer import SCORES_NAME
 
 RESULTS_NAME = "results.md"
