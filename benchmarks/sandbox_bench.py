@@ -28,6 +28,7 @@ from pathlib import Path
 from orchestrator import arms, images, log, workfs
 from orchestrator.engine import Engine
 from orchestrator.fsutil import atomic_write_json
+from orchestrator.labels import LABEL_TEMPORARY, base_labels
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import default_user, for_arm
 from orchestrator.settings import load_settings
@@ -81,9 +82,10 @@ def main() -> None:
                 runs = []
                 for _ in range(args.execs):
                     began = time.monotonic_ns()
-                    engine.client.containers.run(spec.image_id, ["true"], network_mode="none",
-                                                 remove=True, user=spec.user, read_only=True,
-                                                 cap_drop=["ALL"], entrypoint=[])
+                    engine.run_once({"image": spec.image_id, "command": ["true"],
+                                     "entrypoint": [], "network_mode": "none",
+                                     "user": spec.user, "read_only": True, "cap_drop": ["ALL"],
+                                     "labels": base_labels(**{LABEL_TEMPORARY: "true"})})
                     runs.append(time.monotonic_ns() - began)
                 figures["exec_overhead_median_ms"] = ms(statistics.median(overhead))
                 figures["exec_bracket_median_ms"] = ms(statistics.median(brackets))

@@ -7,9 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import docker.errors
-
-from orchestrator import engine as eng
+from orchestrator import labels as lb
 from orchestrator import workfs
 from orchestrator.engine import Engine
 
@@ -23,17 +21,15 @@ class Leftover:
 
 
 def find(engine: Engine, run_id: str | None = None) -> list[Leftover]:
-    label = f"{eng.LABEL_RUN}={run_id}" if run_id else f"{eng.LABEL_MANAGED}=true"
+    label = f"{lb.LABEL_RUN}={run_id}" if run_id else f"{lb.LABEL_MANAGED}=true"
     found = [Leftover("container", c["Id"], (c.get("Names") or ["?"])[0].lstrip("/"),
-                      f"{c['State']} arm={c['Labels'].get(eng.LABEL_ARM, '')} "
-                      f"run={c['Labels'].get(eng.LABEL_RUN, '')}")
-             for c in engine.call("list containers", engine.api.containers, all=True,
-                                  filters={"label": label})]
+                      f"{c['State']} arm={c['Labels'].get(lb.LABEL_ARM, '')} "
+                      f"run={c['Labels'].get(lb.LABEL_RUN, '')}")
+             for c in engine.list_containers(label)]
     if run_id is None:
         seen = set()
-        for label in (f"{eng.LABEL_STAGE}=build", f"{eng.LABEL_TEMPORARY}=true"):
-            for image in engine.call("list images", engine.api.images,
-                                     filters={"label": label}):
+        for label in (f"{lb.LABEL_STAGE}=build", f"{lb.LABEL_TEMPORARY}=true"):
+            for image in engine.list_images(label):
                 if image["Id"] not in seen:
                     seen.add(image["Id"])
                     found.append(Leftover("image", image["Id"],
@@ -51,15 +47,13 @@ def find_mounts(runs_dir: Path) -> list[Leftover]:
 def remove(engine: Engine, leftovers: list[Leftover]) -> list[Leftover]:
     removed = []
     for item in leftovers:
-        try:
-            if item.kind == "mount":
-                workfs.unmount(Path(item.id))
-            elif item.kind == "container":
-                engine.call("remove container", engine.api.remove_container, item.id,
-                            force=True, v=True)
-            else:
-                engine.call("remove image", engine.api.remove_image, item.id, force=False)
-        except docker.errors.NotFound:
-            continue
-        removed.append(item)
+        if item.kind == "mount":
+            workfs.unmount(Path(item.id))
+            gone = True
+        elif item.kind == "container":
+            gone = engine.remove_container(item.id)
+        else:
+            gone = engine.remove_image(item.id)
+        if gone:
+            removed.append(item)
     return removed

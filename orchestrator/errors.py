@@ -51,6 +51,14 @@ class EngineError(SandbenchError):
     """The Docker engine is absent, refused a call, or failed in a way we cannot retry."""
 
 
+class EngineNotFound(EngineError):
+    """The engine has no such container, image or exec (often: already removed)."""
+
+
+class ContainerFailed(EngineError):
+    """A short-lived container the engine ran for us exited non-zero."""
+
+
 class GuardViolation(SandbenchError):
     """An isolation guard could not be verified: the arm is refused (fail closed)."""
 

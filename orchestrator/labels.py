@@ -15,6 +15,9 @@ LABEL_IMAGE = "sandbench.image"
 LABEL_RECIPE = "sandbench.recipe"
 LABEL_STAGE = "sandbench.stage"
 LABEL_TEMPORARY = "sandbench.temporary"
+# One random value per create call: the engine may have made the container when its answer
+# was lost, and this finds it (orchestrator/engine.py).
+LABEL_CREATE = "sandbench.create"
 
 
 def base_labels(**extra: str) -> dict[str, str]:

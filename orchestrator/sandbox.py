@@ -17,12 +17,10 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import docker.errors
-import requests.exceptions
 
 from orchestrator import execproto, guards, labels, log, sandbox_spec, workfs
 from orchestrator.engine import Engine
@@ -70,8 +68,7 @@ class Sandbox:
         container is made, and `verify` refuses the arm on the helper's guard."""
         for path, within in sandbox_spec.writable_dirs(self.spec):
             workfs.prepare_writable(path, self.spec.user, within)
-        image = self.engine.call("inspect image", self.engine.api.inspect_image,
-                                 self.spec.image_id)
+        image = self.engine.inspect_image(self.spec.image_id)
         image_env = image.get("Config", {}).get("Env") or []
         self.policy = self._policy(image["Id"], image_env)
         source = self.spec.helper.source
@@ -86,11 +83,9 @@ class Sandbox:
             # The digest is of the file the engine mounted: the one opened before the start,
             # and still the one at the path after it.
             opened = os.fstat(helper.fileno())
-            container = self.engine.call(f"create container for {self.spec.arm}",
-                                         self.engine.client.containers.create,
-                                         **self.spec.create_kwargs())
-            self.container_id = container.id
-            self.engine.call("start container", self.engine.api.start, container.id)
+            self.container_id = self.engine.create_container(
+                self.spec.create_kwargs(), what=f"create container for {self.spec.arm}")
+            self.engine.start(self.container_id)
             digest = hashlib.file_digest(helper, "sha256").hexdigest()
             try:
                 now = os.stat(source)
@@ -99,7 +94,7 @@ class Sandbox:
                 same = False
             self.host = guards.helper_facts(source, digest, None if same else
                                             "replaced while the sandbox started")
-        logger.info("sandbox_started", arm=self.spec.arm, container=container.id[:12])
+        logger.info("sandbox_started", arm=self.spec.arm, container=self.container_id[:12])
 
     def _policy(self, image_id: str, image_env: list[str]) -> guards.GuardPolicy:
         return guards.GuardPolicy(
@@ -115,17 +110,12 @@ class Sandbox:
     def remove(self) -> None:
         if self.container_id is None:
             return
-        try:
-            self.engine.call("remove container", self.engine.api.remove_container,
-                             self.container_id, force=True, v=True)
-        except docker.errors.NotFound:
-            pass
+        self.engine.remove_container(self.container_id)
         logger.info("sandbox_removed", arm=self.spec.arm, container=self.container_id[:12])
         self.container_id = None
 
     def inspect(self) -> dict[str, Any]:
-        return self.engine.call("inspect container", self.engine.api.inspect_container,
-                                self.require_id())
+        return self.engine.inspect_container(self.require_id())
 
     def require_id(self) -> str:
         if self.container_id is None:
@@ -135,7 +125,7 @@ class Sandbox:
     def running(self) -> bool:
         try:
             return bool(self.inspect()["State"]["Running"])
-        except (docker.errors.NotFound, EngineError):
+        except EngineError:  # EngineNotFound among them: gone is not running
             return False
 
     # -- guards ----------------------------------------------------------------------------
@@ -240,47 +230,39 @@ class Sandbox:
         """One `docker exec`: the helper's framed stdout is decoded as it arrives; a watchdog
         kills the container if the in-container timeout itself fails (the host backstop)."""
         cid = self.require_id()
-        api = self.engine.streaming_api(timeout_s=timeout_s + 5)
         began = time.monotonic_ns()
-        exec_id = self.engine.call("exec create", api.exec_create, cid, argv, stdout=True,
-                                   stderr=True, stdin=False, tty=False, user=self.spec.user)["Id"]
+        stream = self.engine.exec(cid, argv, user=self.spec.user, timeout_s=timeout_s + 5)
         timed_out = threading.Event()
 
         def backstop() -> None:
             timed_out.set()
             logger.warning("host_backstop", arm=self.spec.arm, container=cid[:12])
-            try:
-                self.engine.api.kill(cid)
-            except docker.errors.APIError:
-                pass
+            self.engine.kill(cid)
 
         watchdog = threading.Timer(timeout_s, backstop)
         watchdog.daemon = True
         helper_stderr = bytearray()
 
-        def frames():
-            try:
-                for out, err in api.exec_start(exec_id, stream=True, demux=True):
-                    if err and len(helper_stderr) < 4096:
-                        helper_stderr.extend(err[: 4096 - len(helper_stderr)])
-                    if out:
-                        yield out
-            except (requests.exceptions.RequestException, OSError) as exc:
-                logger.warning("exec_stream_broken", arm=self.spec.arm, error=str(exc))
+        def frames() -> Iterator[bytes]:
+            for out, err in stream.chunks():
+                if err and len(helper_stderr) < 4096:
+                    helper_stderr.extend(err[: 4096 - len(helper_stderr)])
+                if out:
+                    yield out
+            if stream.broken:
+                logger.warning("exec_stream_broken", arm=self.spec.arm, error=stream.broken)
 
         watchdog.start()
         try:
             sink_out = stdout_sink if stdout_sink is not None else _Discard()
             sink_err = stderr_sink if stderr_sink is not None else _Discard()
             decoded = execproto.decode_exec_stream(frames(), sink_out, sink_err, cap)
+            watchdog.cancel()
+            helper_exit = stream.exit_code()
+            bracket = time.monotonic_ns() - began
         finally:
             watchdog.cancel()
-        try:
-            helper_exit = self.engine.call("exec inspect", api.exec_inspect, exec_id)["ExitCode"]
-        except (docker.errors.NotFound, EngineError):
-            helper_exit = None
-        bracket = time.monotonic_ns() - began
-        api.close()
+            stream.close()
         return decoded, bracket, {"helper_exit": helper_exit, "host_timed_out": timed_out.is_set(),
                                   "helper_stderr": helper_stderr.decode("utf-8", "replace")}
 

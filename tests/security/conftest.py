@@ -27,11 +27,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import docker.errors
 import pytest
 
 from orchestrator import arms, corpus, guards, images, run, rundir, suite, workfs
-from orchestrator import engine as eng
+from orchestrator import labels as lb
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings, load_settings
 from orchestrator.suite import SCORER_SOURCES
@@ -195,7 +194,6 @@ def _build_hostile(engine: Engine, settings: Settings, token: str) -> list[str]:
     temporary, tag them under a session-unique name, and lock them in the private lock."""
     recipes = images.load_recipes(settings.images_dir)
     lock = images.ImageLock.load(settings.images_lock)
-    api = engine.streaming_api(timeout_s=600)
     built: list[str] = []
     try:
         for name in HOSTILE_RECIPES:  # parents first
@@ -205,11 +203,10 @@ def _build_hostile(engine: Engine, settings: Settings, token: str) -> list[str]:
             started = time.monotonic()
             image_id = None
             log: list[str] = []
-            for chunk in api.build(path=str(recipe.path), buildargs=build_args, rm=True,
-                                   forcerm=True, pull=False, nocache=True, decode=True,
-                                   network_mode="none",
-                                   labels=eng.base_labels(**{eng.LABEL_TEMPORARY: "true",
-                                                             eng.LABEL_IMAGE: name})):
+            for chunk in engine.build(recipe.path, tag=None, build_args=build_args,
+                                      offline=True, timeout_s=600,
+                                      labels=lb.base_labels(**{lb.LABEL_TEMPORARY: "true",
+                                                               lb.LABEL_IMAGE: name})):
                 log.append(chunk.get("stream") or "")
                 if "error" in chunk:
                     raise RuntimeError(f"building {name} failed: {chunk['error']}\n"
@@ -220,29 +217,24 @@ def _build_hostile(engine: Engine, settings: Settings, token: str) -> list[str]:
             built.append(image_id)
             rhash = images.recipe_hash(recipe, build_args, parent_id)
             repository, tag = f"sandbench-security/{name}", token
-            engine.call("tag hostile image", engine.api.tag, image_id, repository, tag)
+            engine.tag(image_id, repository, tag)
             lock.images[name] = {
                 "recipe_hash": rhash, "image_id": image_id, "tag": f"{repository}:{tag}",
                 "parent": recipe.parent, "parent_id": parent_id, "build_args": build_args,
                 "build_seconds": round(time.monotonic() - started, 3),
-                "size_bytes": engine.call("inspect", engine.api.inspect_image, image_id)["Size"],
+                "size_bytes": engine.inspect_image(image_id)["Size"],
                 "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "tool_version": f"{name} (tests/security)"}
             lock.save()
     except BaseException:
         _remove_images(engine, built)
         raise
-    finally:
-        api.close()
     return built
 
 
 def _remove_images(engine: Engine, ids: list[str]) -> None:
     for image_id in reversed(ids):  # children first
-        try:
-            engine.call("remove hostile image", engine.api.remove_image, image_id, force=True)
-        except docker.errors.NotFound:
-            pass
+        engine.remove_image(image_id, force=True)
 
 
 # -- the session ----------------------------------------------------------------------------------
@@ -413,7 +405,7 @@ def main_run(world: World) -> MainRun:
         try:
             (path,) = world.settings.runs_dir.glob(f"run-main-*/cells/{arm}/{cell}/record.json")
             cid = read_record(path).container_id
-            inspect = world.engine.call("inspect", world.engine.api.inspect_container, cid)
+            inspect = world.engine.inspect_container(cid)
             log_path = inspect.get("LogPath") or ""
             logs[arm] = {"log_config": inspect["HostConfig"].get("LogConfig"),
                          "log_path": log_path,

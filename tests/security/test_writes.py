@@ -141,8 +141,7 @@ def test_the_images_healthcheck_is_switched_off_and_guarded(main_run: MainRun) -
     created with NONE, and guard `healthcheck` checked it."""
     world = main_run.world
     image_id = main_run.meta["arms"]["h-health"]["image_id"]
-    declared = world.engine.call("inspect", world.engine.api.inspect_image,
-                                 image_id)["Config"]["Healthcheck"]
+    declared = world.engine.inspect_image(image_id)["Config"]["Healthcheck"]
     assert declared["Test"] == ["CMD", "/usr/local/bin/hc"] and declared["Interval"] == 10**9
     folder = main_run.run_dir / "guards" / "h-health"
     inspect = json.loads((folder / "inspect.json").read_text())

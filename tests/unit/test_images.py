@@ -10,6 +10,8 @@ import pytest
 
 from orchestrator import images
 from orchestrator.errors import InputError
+from orchestrator.fsutil import sha256_bytes
+from orchestrator.images import helper as host_helper
 from orchestrator.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -137,7 +139,7 @@ def test_a_floating_base_tag_is_refused(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("SANDBENCH_BASE_IMAGE", "debian:bookworm")
     recipe = images.load_recipes(REPO / "images")["base"]
     with pytest.raises(InputError, match="floating tag is refused"):
-        images._rootfs(None, None, recipe)  # type: ignore[arg-type]
+        images.rootfs(None, None, recipe)  # type: ignore[arg-type]
 
 
 def test_proxy_settings_are_build_args_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -177,8 +179,8 @@ def test_a_bad_helper_or_target_names_the_key(tmp_path: Path, text: str, key: st
 
 def _locked_helper(tmp_path: Path, data: bytes = b"\x7fELF static") -> dict:
     path = tmp_path / "bench" / "helper" / "sandbench-exec-x"
-    images._install_helper(path, data)
-    return {"path": "helper/sandbench-exec-x", "sha256": images.sha256_bytes(data)}
+    host_helper.install(path, data)
+    return {"path": "helper/sandbench-exec-x", "sha256": sha256_bytes(data)}
 
 
 def test_the_lock_gives_the_one_helper_and_its_host_file(tmp_path: Path) -> None:
@@ -207,14 +209,14 @@ def test_a_helper_file_that_is_gone_or_changed_is_named(tmp_path: Path) -> None:
 def test_import_installs_the_helper_only_when_it_hashes_to_the_entry(tmp_path: Path) -> None:
     settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
     archive = tmp_path / "images.tar"
-    helper = {"path": "helper/sandbench-exec-x", "sha256": images.sha256_bytes(b"real")}
+    helper = {"path": "helper/sandbench-exec-x", "sha256": sha256_bytes(b"real")}
     with pytest.raises(InputError, match="missing"):
-        images._import_helper(settings, archive, helper)
-    images._helper_file(archive).write_bytes(b"altered")
+        host_helper.install_from_archive(settings, archive, helper)
+    host_helper.archive_copy(archive).write_bytes(b"altered")
     with pytest.raises(InputError, match="altered or truncated"):
-        images._import_helper(settings, archive, helper)
-    images._helper_file(archive).write_bytes(b"real")
+        host_helper.install_from_archive(settings, archive, helper)
+    host_helper.archive_copy(archive).write_bytes(b"real")
     with pytest.raises(InputError, match="helper.path"):
-        images._import_helper(settings, archive, {**helper, "path": "../../etc/x"})
-    images._import_helper(settings, archive, helper)
+        host_helper.install_from_archive(settings, archive, {**helper, "path": "../../etc/x"})
+    host_helper.install_from_archive(settings, archive, helper)
     assert (settings.bench_root / helper["path"]).read_bytes() == b"real"

@@ -1,0 +1,319 @@
+"""Building images: the root file system (debootstrap, then `docker import`, or a
+digest-pinned base), each recipe FROM its parent's locked id, the timing helper copied out
+of its build stage, and the dpkg/pip manifests and tool version recorded in the lock. An
+image whose recipe hash is unchanged and which is present is never rebuilt."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from orchestrator import labels as lb
+from orchestrator import log
+from orchestrator.errors import ContainerFailed, EngineError, InputError, SandbenchError
+from orchestrator.fsutil import atomic_write_text, canonical_json, sha256_bytes, sha256_file
+from orchestrator.images import helper as host_helper
+from orchestrator.images.host import build_ca_bundle, debian_mirror, proxy_build_args
+from orchestrator.images.lock import ImageLock
+from orchestrator.images.recipes import (REPOSITORY, Bootstrap, Recipe, load_recipes,
+                                         recipe_hash, select, tag_for)
+from orchestrator.settings import Settings
+
+if TYPE_CHECKING:
+    from orchestrator.engine import Engine
+
+BUILD_DIR = ".sandbench-build"
+ARTIFACT_DIR = "artifact"
+DIGEST_PINNED = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
+MANIFEST_USER = "65532:65532"
+
+logger = log.get(__name__)
+
+
+def _bootstrap_key(bootstrap: Bootstrap, mirror: str) -> str:
+    return sha256_bytes(canonical_json({"suite": bootstrap.suite, "variant": bootstrap.variant,
+                                        "mirror": mirror}).encode())
+
+
+def rootfs(engine: Engine, settings: Settings, recipe: Recipe) -> tuple[str, dict[str, Any]]:
+    """The image the base recipe builds FROM: a digest-pinned registry image where the user
+    configured one, else a debootstrap tree imported into the engine (cached by its key)."""
+    assert recipe.bootstrap is not None
+    if configured := os.environ.get("SANDBENCH_BASE_IMAGE"):
+        if not DIGEST_PINNED.match(configured):
+            raise InputError.bad_value("SANDBENCH_BASE_IMAGE", "SANDBENCH_BASE_IMAGE",
+                                       "name@sha256:<64 hex> (a floating tag is refused)",
+                                       configured)
+        if (base_id := engine.image_id(configured)) is None:
+            engine.pull(*configured.split("@", 1))
+            base_id = engine.inspect_image(configured)["Id"]
+        return base_id, {"source": "registry", "reference": configured}
+    mirror = debian_mirror()
+    key = _bootstrap_key(recipe.bootstrap, mirror)
+    tag = f"{REPOSITORY}/rootfs:{key[:12]}"
+    info = {"source": "debootstrap", "suite": recipe.bootstrap.suite,
+            "variant": recipe.bootstrap.variant, "mirror": mirror, "key": key}
+    if (rootfs_id := engine.image_id(tag)) is not None:
+        return rootfs_id, info
+    if shutil.which("debootstrap") is None:
+        raise SandbenchError("debootstrap is not installed",
+                             fix="apt-get install debootstrap (scripts/ensure-docker does)")
+    scratch = settings.bench_root / "tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=scratch, prefix="rootfs-") as tmp:
+        tree, tarball = Path(tmp) / "tree", Path(tmp) / "rootfs.tar"
+        logger.info("bootstrap", suite=recipe.bootstrap.suite, variant=recipe.bootstrap.variant,
+                    mirror=mirror)
+        _run_host(["debootstrap", f"--variant={recipe.bootstrap.variant}",
+                   recipe.bootstrap.suite, str(tree), mirror], "debootstrap")
+        _run_host(["tar", "--numeric-owner", "-C", str(tree), "-cf", str(tarball), "."], "tar")
+        return engine.import_tarball(tarball, f"{REPOSITORY}/rootfs", key[:12]), info
+
+
+def _run_host(argv: list[str], what: str) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stderr or proc.stdout).splitlines()[-5:])
+        raise SandbenchError(f"{what} failed with exit code {proc.returncode}", why=tail)
+
+
+def _build_context(recipe: Recipe, into: Path, artifact: Path | None) -> Path:
+    ctx = into / "context"
+    shutil.copytree(recipe.path, ctx, symlinks=True)
+    if artifact is not None:
+        (ctx / ARTIFACT_DIR).mkdir(exist_ok=True)
+        shutil.copy2(artifact, ctx / ARTIFACT_DIR / (recipe.artifact or artifact.name))
+    build = ctx / BUILD_DIR
+    build.mkdir()
+    ca = build_ca_bundle()
+    (build / "ca.pem").write_bytes(ca.read_bytes() if ca else b"")
+    return ctx
+
+
+def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str | None,
+                  build_args: dict[str, str], labels: dict[str, str],
+                  artifact: Path | None, target: str | None = None) -> str:
+    stage = f"-{target}" if target and target != recipe.target else ""
+    log_path = settings.bench_root / "image-builds" / f"{recipe.name}{stage}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = settings.bench_root / "tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    tail: list[str] = []
+    image_id = None
+    with tempfile.TemporaryDirectory(dir=scratch, prefix=f"ctx-{recipe.name}-") as tmp, \
+            open(log_path, "w", encoding="utf-8") as out:
+        ctx = _build_context(recipe, Path(tmp), artifact)
+        for chunk in engine.build(ctx, tag=tag, build_args={**build_args, **proxy_build_args()},
+                                  labels=labels, target=target or recipe.target):
+            text = chunk.get("stream") or chunk.get("status") or ""
+            if text:
+                out.write(text)
+                tail = (tail + text.splitlines())[-15:]
+            if "error" in chunk:
+                out.write(chunk["error"] + "\n")
+                raise EngineError(f"image {recipe.name!r} failed to build",
+                                  why=chunk["error"].strip() + "\n" + "\n".join(tail[-8:]),
+                                  fix=f"see the build log {log_path}")
+            if aux := chunk.get("aux"):
+                image_id = aux.get("ID", image_id)
+    if image_id is None and tag is not None:
+        image_id = engine.inspect_image(tag)["Id"]
+    if image_id is None:
+        raise EngineError(f"the build of {recipe.name!r} named no image",
+                          fix=f"see the build log {log_path}")
+    return image_id
+
+
+def _build_helper(engine: Engine, settings: Settings, recipe: Recipe,
+                  build_args: dict[str, str]) -> dict[str, Any]:
+    """Build the recipe's helper stage, copy the one file out of it to the bench root
+    (content-addressed, read-only) and remove what the build left, by id. Returns the
+    lock's `helper` member: path relative to the bench root, and sha256."""
+    assert recipe.helper is not None
+    labels = lb.base_labels(**{lb.LABEL_TEMPORARY: "true", lb.LABEL_IMAGE: recipe.name})
+    image_id = _docker_build(engine, settings, recipe, None, build_args, labels, None,
+                             target=recipe.helper.stage)
+    container_id = None
+    try:
+        # Created, never started: the engine copies the file out of a stopped container.
+        container_id = engine.create_container(
+            {"image": image_id, "command": [recipe.helper.path], "entrypoint": [],
+             "labels": labels, "network_mode": "none"}, what="create helper container")
+        archive = engine.copy_out(container_id, recipe.helper.path)
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            member = tar.next()
+            fh = tar.extractfile(member) if member is not None and member.isfile() else None
+            if fh is None:
+                raise EngineError(f"{recipe.helper.path} in the {recipe.helper.stage!r} stage "
+                                  f"of {recipe.name!r} is not a regular file")
+            data = fh.read()
+    finally:
+        if container_id is not None:
+            engine.remove_container(container_id)
+        engine.remove_image(image_id, force=True)
+    digest = sha256_bytes(data)
+    path = settings.bench_root / host_helper.HELPER_DIR / f"sandbench-exec-{digest[:12]}"
+    host_helper.install(path, data)
+    return {"path": path.relative_to(settings.bench_root).as_posix(), "sha256": digest,
+            "size_bytes": len(data)}
+
+
+def _in_image(engine: Engine, image_id: str, argv: list[str]) -> str:
+    """Run a short command in the image, offline and unprivileged, and return its stdout."""
+    try:
+        out = engine.run_once({"image": image_id, "command": argv, "entrypoint": [],
+                               "network_mode": "none", "user": MANIFEST_USER, "read_only": True,
+                               "cap_drop": ["ALL"],
+                               "labels": lb.base_labels(**{lb.LABEL_TEMPORARY: "true"})})
+    except ContainerFailed as exc:
+        raise EngineError(f"{' '.join(argv)} failed in image {image_id[:19]}",
+                          why=exc.why) from exc
+    return out.decode("utf-8", errors="replace")
+
+
+def _manifests(engine: Engine, settings: Settings, recipe: Recipe, image_id: str
+               ) -> dict[str, Any]:
+    """dpkg and pip manifests of the image, stored beside the lock, plus the tool version."""
+    folder = settings.bench_root / "image-manifests" / recipe.name
+    dpkg = _in_image(engine, image_id, ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"])
+    pip = _in_image(engine, image_id, ["sh", "-c", "if [ -x /opt/tool/bin/python ]; then "
+                                       "/opt/tool/bin/python -m pip freeze --all; fi"])
+    version = _in_image(engine, image_id, list(recipe.tool_version)).strip().splitlines()
+    files = {}
+    for kind, text in (("dpkg", "".join(sorted(dpkg.splitlines(keepends=True)))), ("pip", pip)):
+        path = folder / f"{kind}.txt"
+        atomic_write_text(path, text)
+        files[kind] = {"path": path.relative_to(settings.bench_root).as_posix(),
+                       "sha256": sha256_bytes(text.encode()), "packages": len(text.splitlines())}
+    return {"manifests": files, "tool_version": version[0] if version else ""}
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    name: str
+    action: str  # built | up-to-date | would-build | unavailable
+    reason: str
+    tag: str | None = None
+    image_id: str | None = None
+    seconds: float | None = None
+
+
+def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
+          dry_run: bool = False, artifacts: dict[str, Path] | None = None
+          ) -> list[BuildOutcome]:
+    """Build the named recipes (all when none are named) and their ancestors, skipping every
+    image whose recipe hash is unchanged and whose image is present. A recipe that needs a
+    user-supplied artifact is `unavailable` until one is given."""
+    artifacts = artifacts or {}
+    recipes = load_recipes(settings.images_dir)
+    for name in artifacts:
+        if name not in {r.artifact for r in recipes.values()}:
+            raise InputError.bad_value("--artifact", "--artifact", "the artifact of a recipe "
+                                       f"({sorted(r.artifact for r in recipes.values() if r.artifact)})",
+                                       name)
+    lock = ImageLock.load(settings.images_lock)
+    outcomes: list[BuildOutcome] = []
+    rebuilt: set[str] = set()
+    for recipe in select(recipes, names):
+        entry = lock.images.get(recipe.name)
+        parent_changed = recipe.parent in rebuilt
+        if recipe.bootstrap is not None:
+            if dry_run or engine is None:
+                parent_id, base_info = (entry or {}).get("parent_id", ""), {}
+            else:
+                parent_id, base_info = rootfs(engine, settings, recipe)
+            build_args = {"ROOTFS": parent_id}
+        else:
+            parent_entry = lock.images.get(recipe.parent or "", {})
+            parent_id, base_info = parent_entry.get("image_id", ""), {}
+            # FROM the parent's image id, never its tag: another bench root on the same
+            # engine may have pointed the tag at its own build of the same recipe.
+            build_args = {"BASE": parent_entry.get("image_id", "")}
+        artifact = artifacts.get(recipe.artifact or "")
+        if recipe.artifact:
+            if artifact is None and entry is None:
+                outcomes.append(BuildOutcome(recipe.name, "unavailable", f"needs --artifact "
+                                             f"{recipe.artifact}=PATH"))
+                continue
+            build_args["ARTIFACT_SHA256"] = (sha256_file(artifact) if artifact else
+                                             entry.get("build_args", {}).get("ARTIFACT_SHA256",
+                                                                             ""))
+        rhash = recipe_hash(recipe, build_args, parent_id)
+        reason = _why_build(engine, entry, rhash, parent_changed)
+        if reason is None and recipe.helper is not None and (
+                missing := host_helper.entry_problem(settings, entry)):
+            if dry_run or engine is None:
+                outcomes.append(BuildOutcome(recipe.name, "would-build", missing))
+                continue
+            # The image is what the recipe makes; only the host's copy of its helper is not.
+            entry["helper"] = _build_helper(engine, settings, recipe, build_args)
+            lock.save()
+            outcomes.append(BuildOutcome(recipe.name, "built", f"helper only: {missing}",
+                                         entry["tag"], entry["image_id"]))
+            continue
+        if reason is None:
+            note = "recipe hash unchanged and image present"
+            if engine is not None and _retag(engine, entry):
+                note += "; tag re-pointed at the locked image"
+            outcomes.append(BuildOutcome(recipe.name, "up-to-date", note, entry["tag"],
+                                         entry["image_id"]))
+            continue
+        if dry_run or engine is None:
+            outcomes.append(BuildOutcome(recipe.name, "would-build", reason))
+            rebuilt.add(recipe.name)
+            continue
+        tag = tag_for(recipe.name, rhash)
+        labels = lb.base_labels(**{lb.LABEL_IMAGE: recipe.name, lb.LABEL_RECIPE: rhash})
+        logger.info("build", image=recipe.name, reason=reason, tag=tag)
+        started = time.monotonic()
+        image_id = _docker_build(engine, settings, recipe, tag, build_args, labels, artifact)
+        helper = (_build_helper(engine, settings, recipe, build_args)
+                  if recipe.helper is not None else None)
+        seconds = round(time.monotonic() - started, 3)
+        size = engine.inspect_image(image_id)["Size"]
+        lock.images[recipe.name] = {
+            "recipe_hash": rhash, "image_id": image_id, "tag": tag, "parent": recipe.parent,
+            "parent_id": parent_id, "build_args": build_args, "build_seconds": seconds,
+            "size_bytes": size, "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            **({"base": base_info} if base_info else {}),
+            **({"helper": helper} if helper else {}),
+            **({"artifact": {"name": recipe.artifact, "path": str(artifact),
+                             "sha256": build_args["ARTIFACT_SHA256"]}} if artifact else {}),
+            **_manifests(engine, settings, recipe, image_id)}
+        lock.save()
+        rebuilt.add(recipe.name)
+        outcomes.append(BuildOutcome(recipe.name, "built", reason, tag, image_id, seconds))
+    return outcomes
+
+
+def _retag(engine: Engine, entry: dict[str, Any]) -> bool:
+    """Point the lock's tag back at the lock's image when another build moved it."""
+    if engine.image_id(entry["tag"]) == entry["image_id"]:
+        return False
+    repository, tag = entry["tag"].rsplit(":", 1)
+    engine.tag(entry["image_id"], repository, tag)
+    return True
+
+
+def _why_build(engine: Engine | None, entry: dict[str, Any] | None, rhash: str,
+               parent_changed: bool) -> str | None:
+    if entry is None:
+        return "not in the lock"
+    if parent_changed:
+        return "parent image rebuilt"
+    if entry["recipe_hash"] != rhash:
+        return "recipe changed"
+    if engine is not None and engine.image_id(entry["image_id"]) is None:
+        return "image missing from the engine"
+    return None
