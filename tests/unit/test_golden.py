@@ -123,7 +123,7 @@ def test_the_committed_document_passes_check(rendered: Path) -> None:
 
 def test_the_golden_run_stays_small() -> None:
     total = sum(f.stat().st_size for f in RUN.rglob("*") if f.is_file())
-    assert total < 1_000_000, total
+    assert total < 1_200_000, total  # a trimmed run: about 1 MB of records and streams
     assert not (RUN / "work").exists() and not (RUN / "log.jsonl").exists()
 
 
