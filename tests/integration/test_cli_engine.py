@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from orchestrator import images
 from orchestrator.cli import app
 from orchestrator.engine import Engine
+from orchestrator.fsutil import sha256_file
 from orchestrator.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -80,7 +81,7 @@ def test_export_then_import_restores_the_exact_images(engine: Engine, bench: Set
     assert again.image_id("rg") == images.ImageLock.load(bench.images_lock).image_id("rg")
     # The timing helper travels beside the archive and lands where the lock says.
     helper, digest = again.helper()
-    assert helper.is_relative_to(other.bench_root) and images.sha256_file(helper) == digest
+    assert helper.is_relative_to(other.bench_root) and sha256_file(helper) == digest
     assert digest == images.ImageLock.load(bench.images_lock).helper()[1]
     with archive.open("r+b") as fh:
         fh.seek(4096)
