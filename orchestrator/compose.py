@@ -43,6 +43,8 @@ def _service(spec: SandboxSpec, arm: str) -> dict[str, Any]:
         "image": f"${{{_var(arm)}:?write bench/compose/*.env with sandbench compose export}}",
         "entrypoint": kw["entrypoint"],
         "command": kw["command"],
+        # The resident executor's channel: PID 1 reads requests on stdin (sandbench attaches).
+        "stdin_open": kw["stdin_open"],
         "user": "${SANDBENCH_USER:-65532:65532}",
         "working_dir": kw["working_dir"],
         "environment": dict(sorted(spec.env.items())),

@@ -7,12 +7,13 @@ nothing (inspect, list, start, tag, kill, remove, pull, exec create), retries tr
 failures under one tenacity policy. A call that makes something is never repeated blindly:
 a container create whose answer was lost is looked up by the unique label it carried, and an
 import by the tag it was given, before anything is asked again. Streams (build, load, save,
-exec) are never retried: their side effects have begun by the time they can fail.
+exec, attach) are never retried: their side effects have begun by the time they can fail.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -99,6 +100,55 @@ class ExecStream:
 
     def close(self) -> None:
         self._api.close()
+
+
+class AttachChannel:
+    """A container's attach stream: its stdin to write, its stdout and stderr to read,
+    demultiplexed (the container has no TTY, so each chunk comes with the engine's 8-byte
+    header naming its stream). Opened once for a sandbox's life and never retried; reads
+    block until the container writes or stops."""
+
+    STDOUT, STDERR = 1, 2
+
+    def __init__(self, api: docker.APIClient, response: Any) -> None:
+        self._api = api
+        self._response = response  # holds the engine's connection open
+        self._sock = socket.socket(fileno=os.dup(response.fileno()))
+        self._sock.settimeout(None)
+
+    def send(self, data: bytes) -> None:
+        try:
+            self._sock.sendall(data)
+        except OSError as exc:
+            raise EngineError("the container's attach stream is closed",
+                              why=str(exc) or type(exc).__name__) from exc
+
+    def receive(self) -> tuple[int, bytes] | None:
+        """The next (stream, bytes) the container wrote; None once the stream has ended."""
+        header = self._exactly(8)
+        if header is None:
+            return None
+        payload = self._exactly(int.from_bytes(header[4:], "big"))
+        return None if payload is None else (header[0], payload)
+
+    def _exactly(self, size: int) -> bytes | None:
+        data = bytearray()
+        while len(data) < size:
+            try:
+                chunk = self._sock.recv(min(size - len(data), 1 << 20))
+            except OSError:
+                return None
+            if not chunk:
+                return None
+            data += chunk
+        return bytes(data)
+
+    def close(self) -> None:
+        for close in (self._sock.close, self._response.close, self._api.close):
+            try:
+                close()
+            except OSError:
+                pass
 
 
 class Engine:
@@ -325,6 +375,18 @@ class Engine:
             self.remove_container(container_id)
 
     # -- exec -------------------------------------------------------------------------------
+
+    def attach(self, container_id: str) -> AttachChannel:
+        """The container's stdin, stdout and stderr as one stream (see AttachChannel)."""
+        api = self._stream_client(None)
+        try:
+            response = self._call(f"attach to {container_id[:12]}", api.attach_socket,
+                                  container_id, params={"stdin": 1, "stdout": 1, "stderr": 1,
+                                                        "stream": 1}, retry=False)
+        except BaseException:
+            api.close()
+            raise
+        return AttachChannel(api, response)
 
     def exec(self, container_id: str, argv: list[str], *, user: str,
              timeout_s: float) -> ExecStream:

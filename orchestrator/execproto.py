@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Final
 
-HELPER_VERSION: Final = "0.2.0"
+HELPER_VERSION: Final = "0.3.0"
 """The version `sandbench-exec` reports in `helper_version` (its HELPER_VERSION)."""
 
 FRAME_STDOUT: Final = b"o"
@@ -75,7 +75,7 @@ RESULT_KEYS: Final = frozenset(RESULT_SCHEMA)
 
 PROBE_KEYS: Final = frozenset({
     "helper_version", "uid", "gid", "groups", "status", "interfaces", "routes_v4",
-    "routes_v6", "lookup", "connect", "udp", "write", "mounts", "image_helpers",
+    "routes_v6", "lookup", "connect", "udp", "write", "mounts", "image_helpers", "pid1_fds",
 })
 """Every key of a probe report. Facts only: the guards decide what passes."""
 
@@ -294,3 +294,67 @@ def decode_exec_stream(chunks: Iterable[bytes], stdout_sink: BinaryIO, stderr_si
     for chunk in chunks:
         decoder.feed(chunk)
     return decoder.finish()
+
+
+# -- the resident executor's envelope (`sandbench-exec serve`) -------------------------------
+
+REQUEST: Final = b"q"
+ENVELOPE_CHUNK: Final = b"c"
+ENVELOPE_END: Final = b"z"
+ENVELOPE_ERROR: Final = b"x"
+MAX_REQUEST: Final = 1 << 20
+"""Largest request payload `serve` accepts (its REQUEST_MAX)."""
+
+
+def encode_request(args: list[str]) -> bytes:
+    """One request for `serve`: the runner's arguments (`run ...` or `probe ...`), each
+    ended by NUL."""
+    if not args or args[0] not in ("run", "probe"):
+        raise ValueError(f"a resident request runs `run` or `probe`, not {args[:1]}")
+    payload = b"".join(a.encode("utf-8") + b"\0" for a in args)
+    if any("\0" in a for a in args) or len(payload) > MAX_REQUEST:
+        raise ValueError("a request's arguments hold no NUL and fit in 1 MiB")
+    return REQUEST + len(payload).to_bytes(4, "big") + payload
+
+
+class Envelope:
+    """PID 1's answer to one request: `c` frames carrying the runner's own frame stream,
+    then `z` ("exit N" or "signal N"). `feed` returns the runner bytes a chunk held; once the
+    end is seen `end` is set, and anything out of step sets `error` (the channel can then no
+    longer be trusted, and the caller must close it)."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self.end: str | None = None
+        self.error: str | None = None
+        self.serve_errors: list[str] = []
+
+    def feed(self, data: bytes) -> bytes:
+        self._buffer += data
+        inner = bytearray()
+        while self.end is None and self.error is None and len(self._buffer) >= HEADER_SIZE:
+            kind = bytes(self._buffer[:1])
+            length = int.from_bytes(self._buffer[1:HEADER_SIZE], "big")
+            if kind not in (ENVELOPE_CHUNK, ENVELOPE_END, ENVELOPE_ERROR) or length > MAX_CHUNK:
+                self.error = f"resident channel out of step: frame {kind!r} of {length} bytes"
+                break
+            if len(self._buffer) < HEADER_SIZE + length:
+                break
+            payload = bytes(self._buffer[HEADER_SIZE:HEADER_SIZE + length])
+            del self._buffer[:HEADER_SIZE + length]
+            if kind == ENVELOPE_CHUNK:
+                inner += payload
+            elif kind == ENVELOPE_ERROR:
+                self.serve_errors.append(payload.decode("utf-8", "replace"))
+            else:
+                self.end = payload.decode("ascii", "replace")
+        if self.end is not None and self._buffer and self.error is None:
+            self.error = f"resident channel out of step: {len(self._buffer)} bytes after the end"
+        return bytes(inner)
+
+    def exit_code(self) -> int | None:
+        """The runner's exit status as docker exec reports one (128 + N for signal N)."""
+        how, _, number = (self.end or "").partition(" ")
+        if not number.isdigit() or how not in ("exit", "signal"):
+            return None
+        return int(number) + (128 if how == "signal" else 0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import select
 import socket
 import threading
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ PROBE_WRITE = "/.sandbench-probe-root-write"
 # provides this path, and PID 1, the probe and every exec run it by this path alone.
 HELPER_PATH = "/.sandbench/sandbench-exec"
 HELPER_IDLE = f"{HELPER_PATH} idle"
+HELPER_SERVE = f"{HELPER_PATH} serve"
 SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 UNCONFINED = {"seccomp=unconfined", "apparmor=unconfined", "label=disable"}
 
@@ -75,6 +77,13 @@ class GuardPolicy:
     labels: dict[str, str] = field(default_factory=dict)
     # The host file mounted at HELPER_PATH and the sha256 the image lock gives it.
     helper: dict[str, str] = field(default_factory=dict)
+    # "resident" or "docker-exec"; None in runs recorded before the resident executor, whose
+    # PID 1 was always `idle` and which carry no channel guards.
+    exec_path: str | None = None
+
+    @property
+    def resident(self) -> bool:
+        return self.exec_path == "resident"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -143,7 +152,9 @@ def check_outside(policy: GuardPolicy, inspect: dict[str, Any], host_facts: dict
     expected_digest = policy.helper.get("sha256")
     networks = sorted((inspect.get("NetworkSettings") or {}).get("Networks") or {})
     user = config.get("User") or ""
-    return [
+    pid1 = HELPER_SERVE if policy.resident else HELPER_IDLE
+    channel = {"open_stdin": policy.resident, "stdin_once": False, "tty": False}
+    results = [
         _result("network_mode", out, "none", host.get("NetworkMode")),
         _result("networks", out, ["none"], networks),
         _result("privileged", out, False, host.get("Privileged")),
@@ -170,11 +181,11 @@ def check_outside(policy: GuardPolicy, inspect: dict[str, Any], host_facts: dict
                 ok=hashed.get("error") is None and hashed.get("path") == policy.helper.get(
                     "source") and hashed.get("sha256") == expected_digest
                 and SHA256_HEX.fullmatch(str(expected_digest)) is not None),
-        _result("pid1", out, f"{HELPER_IDLE} as PID 1, no init wrapper",
+        _result("pid1", out, f"{pid1} as PID 1, no init wrapper",
                 " ".join([*(config.get("Entrypoint") or []), *(config.get("Cmd") or [])])
                 + (" under docker-init" if host.get("Init") else ""),
                 ok=not host.get("Init") and not config.get("Entrypoint")
-                and " ".join(config.get("Cmd") or []) == HELPER_IDLE),
+                and " ".join(config.get("Cmd") or []) == pid1),
         _result("tmpfs", out, policy.tmpfs, host.get("Tmpfs") or {}),
         _result("mounts", out, declared, mounts),
         _result("docker_socket", out, "not mounted",
@@ -188,6 +199,13 @@ def check_outside(policy: GuardPolicy, inspect: dict[str, Any], host_facts: dict
         _result("labels", out, policy.labels, {k: (config.get("Labels") or {}).get(k)
                                                for k in policy.labels}),
     ]
+    if policy.exec_path is not None:
+        # Stdin open only for the resident executor's requests; never a TTY, and never
+        # closed after one attach (StdinOnce), which would end the channel.
+        results.append(_result("exec_channel", out, channel, {
+            "open_stdin": config.get("OpenStdin"), "stdin_once": config.get("StdinOnce"),
+            "tty": config.get("Tty")}))
+    return results
 
 
 def _hex_zero(value: Any) -> bool:
@@ -255,7 +273,20 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
         # Arm images carry no helper: one of their own is stale or meant to be mistaken
         # for the mounted one.
         _result("image_helpers", inside, [], facts.get("image_helpers")),
-    ]
+    ] + _channel_private(policy, facts)
+
+
+def _channel_private(policy: GuardPolicy, facts: dict[str, Any]) -> list[GuardResult]:
+    """PID 1's stdin and stdout (the resident executor's channel) must not open for a
+    process of the sandbox's uid, in either direction."""
+    if policy.exec_path is None:
+        return []
+    tried = facts.get("pid1_fds") if isinstance(facts.get("pid1_fds"), dict) else {}
+    keys = ("stdin_write", "stdin_read", "stdout_write", "stdout_read")
+    opened = sorted(k for k in keys if not str(tried.get(k, "")).startswith("open: E"))
+    return [_result("channel_private", "inside", "PID 1's stdin and stdout do not open",
+                    [f"{k}: {tried.get(k, 'not tried')}" for k in opened]
+                    or "PID 1's stdin and stdout do not open", ok=not opened)]
 
 
 def _route_device(line: str) -> str:
@@ -306,14 +337,16 @@ def loopback_canary() -> Iterator[Canary]:
     tcp, udp = bind_loopback_pair()
     port = tcp.getsockname()[1]
     tcp.listen(8)
-    tcp.settimeout(0.2)
-    udp.settimeout(0.2)
+    tcp.setblocking(False)
+    udp.setblocking(False)
     canary = Canary(port)
     stop = threading.Event()
 
     def watch() -> None:
+        # A short select, so that closing the canary costs milliseconds, not a timeout.
         while not stop.is_set():
-            for sock in (tcp, udp):
+            ready, _, _ = select.select([tcp, udp], [], [], 0.01)
+            for sock in ready:
                 try:
                     if sock is tcp:
                         conn, _ = tcp.accept()
@@ -322,7 +355,7 @@ def loopback_canary() -> Iterator[Canary]:
                     else:
                         udp.recvfrom(65536)
                         canary.udp_received += 1
-                except (TimeoutError, OSError):
+                except OSError:
                     continue
 
     thread = threading.Thread(target=watch, name="sandbench-canary", daemon=True)

@@ -39,7 +39,7 @@ from orchestrator.errors import EngineError, GuardViolation, InputError, Sandben
 from orchestrator.fsutil import atomic_write_json, atomic_write_text, read_json, sha256_file
 from orchestrator.images import ImageLock
 from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import default_user, for_arm
+from orchestrator.sandbox_spec import DOCKER_EXEC, EXEC_PATHS, RESIDENT, default_user, for_arm
 from orchestrator.settings import Settings
 from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record
 
@@ -137,6 +137,7 @@ class _Run:
     pristine: Path
     progress: Progress
     corpus_bytes: int  # what a copy of the pristine corpus takes on an arm's file system
+    exec_path: str = RESIDENT  # one per run: every record of a run came the same way
     stop: threading.Event = field(default_factory=threading.Event)
 
 
@@ -184,7 +185,7 @@ def _new_run_json(r: _Run) -> dict[str, Any]:
         "engine": {"version": version.get("Version"), "api_version": version.get("ApiVersion"),
                    "kernel": version.get("KernelVersion"), "os": version.get("Os")},
         "host": _host(), "user": default_user(), "deviations": deviations, "resumes": [],
-        "bench_root": str(r.settings.bench_root),
+        "bench_root": str(r.settings.bench_root), "exec_path": r.exec_path,
     }
 
 
@@ -239,13 +240,17 @@ def _write_status(r: _Run, data: dict[str, Any]) -> None:
 
 
 def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path | None = None,
-            jobs: int = 1, only: list[str] | None = None,
-            progress: Progress | None = None) -> Path:
-    """Run (or resume) a suite; returns the run directory."""
+            jobs: int = 1, only: list[str] | None = None, progress: Progress | None = None,
+            exec_path: str | None = None) -> Path:
+    """Run (or resume) a suite; returns the run directory. `exec_path` (resident unless
+    given; a resume keeps the run's own) says how every command reaches its container."""
+    if exec_path is not None and exec_path not in EXEC_PATHS:
+        raise InputError.bad_value("--exec-path", "--exec-path", f"one of {list(EXEC_PATHS)}",
+                                   exec_path)
     the_plan = _startable_plan(engine, settings, suite_name, only)
     pin, pristine = _verified_corpus(settings, the_plan.suite)
     workfs.require_root(settings.runs_dir)
-    r, data = _open_run(engine, settings, the_plan, pin, pristine, resume, progress)
+    r, data = _open_run(engine, settings, the_plan, pin, pristine, resume, progress, exec_path)
     with _status_on_failure(r, data):
         _write_run_json(r, data)
         for a, outcome in zip(the_plan.available, _run_arms(r, jobs), strict=True):
@@ -285,8 +290,8 @@ def _verified_corpus(settings: Settings, the_suite: suite.Suite
 
 
 def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.CorpusPin,
-              pristine: Path, resume: Path | None, progress: Progress | None
-              ) -> tuple[_Run, dict[str, Any]]:
+              pristine: Path, resume: Path | None, progress: Progress | None,
+              exec_path: str | None) -> tuple[_Run, dict[str, Any]]:
     """A new run directory and its run.json, or the one resumed: checked to continue the
     same run, with what a killed attempt left on the engine removed."""
     if resume is None:
@@ -298,9 +303,16 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
                              file=str(run_dir))
         previous = read_json(run_dir / "run.json")
         run_id = previous["run_id"]
+        recorded = previous.get("exec_path", DOCKER_EXEC)
+        if exec_path is not None and exec_path != recorded:
+            raise InputError.bad_value(run_dir / "run.json", "exec_path", exec_path, recorded,
+                                       fix="a resumed run keeps its exec path: leave out "
+                                           "--exec-path, or start a new run")
+        exec_path = recorded
     log.configure(run_dir / "log.jsonl")
     r = _Run(engine, settings, the_plan, run_id, run_dir, pin, pristine,
-             progress or (lambda *_: None), workfs.tree_bytes(pristine))
+             progress or (lambda *_: None), workfs.tree_bytes(pristine),
+             exec_path or RESIDENT)
     if resume is None:
         return r, _new_run_json(r)
     _check_resumable(r, previous)
@@ -458,7 +470,7 @@ def _run_arm(r: _Run, a: ArmPlan) -> dict[str, Any]:
 def _run_cells(r: _Run, a: ArmPlan, work: Path, sizes: dict[str, int]) -> dict[str, Any]:
     """The arm's sandbox: guards, then set-up and every cell not yet recorded."""
     lock = ImageLock.load(r.settings.images_lock)
-    spec = for_arm(lock, a.spec, r.run_id, work, default_user(), sizes)
+    spec = for_arm(lock, a.spec, r.run_id, work, default_user(), sizes, r.exec_path)
     cells = r.run_dir / "cells" / a.name
     tasks = {t.id: t for t in r.plan.suite.tasks}
     with Sandbox(r.engine, spec) as box:

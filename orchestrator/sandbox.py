@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import execproto, guards, labels, log, sandbox_spec, workfs
-from orchestrator.engine import Engine
+from orchestrator.engine import AttachChannel, Engine, ExecStream
 from orchestrator.errors import EngineError, GuardViolation, SandbenchError
 from orchestrator.sandbox_spec import HELPER, MIB, SandboxSpec
 from orchestrator.transcripts import (ExecRecord, StreamInfo, classify, sweep_flags,
@@ -43,6 +43,8 @@ class Sandbox:
         self.container_id: str | None = None
         self.policy: guards.GuardPolicy | None = None
         self.host: dict[str, Any] = {}
+        # PID 1's attach stream, when the spec asks for the resident executor.
+        self.channel: AttachChannel | None = None
 
     def __enter__(self) -> Sandbox:
         try:
@@ -86,6 +88,8 @@ class Sandbox:
             self.container_id = self.engine.create_container(
                 self.spec.create_kwargs(), what=f"create container for {self.spec.arm}")
             self.engine.start(self.container_id)
+            if self.spec.exec_path == sandbox_spec.RESIDENT:
+                self.channel = self.engine.attach(self.container_id)
             digest = hashlib.file_digest(helper, "sha256").hexdigest()
             try:
                 now = os.stat(source)
@@ -105,9 +109,13 @@ class Sandbox:
             tmpfs=self.spec.tmpfs, memory_bytes=self.spec.limits.memory_bytes,
             pids=self.spec.limits.pids, nano_cpus=self.spec.limits.nano_cpus,
             labels={labels.LABEL_RUN: self.spec.run_id, labels.LABEL_ARM: self.spec.arm},
-            helper={"source": str(self.spec.helper.source), "sha256": self.spec.helper.sha256})
+            helper={"source": str(self.spec.helper.source), "sha256": self.spec.helper.sha256},
+            exec_path=self.spec.exec_path)
 
     def remove(self) -> None:
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
         if self.container_id is None:
             return
         self.engine.remove_container(self.container_id)
@@ -190,7 +198,10 @@ class Sandbox:
         os.replace(out.name, cell_dir / "stdout")
         os.replace(err.name, cell_dir / "stderr")
         result = decoded.result
-        running = self.running()
+        # Whether the sandbox still runs only decides a cell that gave no result: asking the
+        # engine for every cell would cost an inspect per call.
+        running = True if result is not None and decoded.protocol_error is None else (
+            self.running())
         outcome = classify(result, decoded.protocol_error, meta["helper_exit"],
                            meta["host_timed_out"], running)
         r = result or {}
@@ -221,17 +232,20 @@ class Sandbox:
             helper={"version": r.get("helper_version"), "exit_code": meta["helper_exit"],
                     "errors": decoded.helper_errors, "protocol_error": decoded.protocol_error,
                     "stderr_tail": meta["helper_stderr"]},
-            outcome=outcome, flags=flags)
+            outcome=outcome, flags=flags, exec_path=self.spec.exec_path)
         write_record(cell_dir, record)
         return record
 
     def _exec_stream(self, argv: list[str], stdout_sink: Any, stderr_sink: Any, cap: int,
                      timeout_s: float) -> tuple[execproto.DecodedExec, int, dict[str, Any]]:
-        """One `docker exec`: the helper's framed stdout is decoded as it arrives; a watchdog
-        kills the container if the in-container timeout itself fails (the host backstop)."""
+        """One command through the resident channel, or one `docker exec`: the helper's
+        framed stdout is decoded as it arrives; a watchdog kills the container if the
+        in-container timeout itself fails (the host backstop)."""
         cid = self.require_id()
         began = time.monotonic_ns()
-        stream = self.engine.exec(cid, argv, user=self.spec.user, timeout_s=timeout_s + 5)
+        stream: ExecStream | _ResidentCall = (
+            _ResidentCall(self.channel, argv[1:]) if self.channel is not None else
+            self.engine.exec(cid, argv, user=self.spec.user, timeout_s=timeout_s + 5))
         timed_out = threading.Event()
 
         def backstop() -> None:
@@ -251,6 +265,10 @@ class Sandbox:
                     yield out
             if stream.broken:
                 logger.warning("exec_stream_broken", arm=self.spec.arm, error=stream.broken)
+                if isinstance(stream, _ResidentCall):
+                    # A channel out of step cannot carry another request: the sandbox is
+                    # gone for every later cell, which then records that.
+                    self.engine.kill(cid)
 
         watchdog.start()
         try:
@@ -265,6 +283,40 @@ class Sandbox:
             stream.close()
         return decoded, bracket, {"helper_exit": helper_exit, "host_timed_out": timed_out.is_set(),
                                   "helper_stderr": helper_stderr.decode("utf-8", "replace")}
+
+
+class _ResidentCall:
+    """One request on PID 1's attach stream, read back as the (stdout, stderr) chunks a
+    `docker exec` of the same helper command would give: the envelope is taken off here."""
+
+    def __init__(self, channel: AttachChannel, args: list[str]) -> None:
+        self._channel = channel
+        self._envelope = execproto.Envelope()
+        self.broken: str | None = None
+        channel.send(execproto.encode_request(args))
+
+    def chunks(self) -> Iterator[tuple[bytes | None, bytes | None]]:
+        while self._envelope.end is None:
+            got = self._channel.receive()
+            if got is None:
+                self.broken = "the attach stream ended before the answer did"
+                return
+            stream, data = got
+            if stream != AttachChannel.STDOUT:
+                yield None, data
+                continue
+            inner = self._envelope.feed(data)
+            if inner:
+                yield inner, None
+            if self._envelope.error is not None:
+                self.broken = self._envelope.error
+                return
+
+    def exit_code(self) -> int | None:
+        return self._envelope.exit_code()
+
+    def close(self) -> None:
+        """The channel lives as long as the sandbox."""
 
 
 def _stream_info(name: str, result: dict[str, Any], kept: int, sha256: str) -> StreamInfo:

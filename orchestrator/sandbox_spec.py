@@ -21,6 +21,13 @@ if TYPE_CHECKING:  # the lock is only read here; importing it would pull in the 
 GIB = 1 << 30
 MIB = 1 << 20
 
+# How a measured command reaches the container: requests on PID 1's attach stream, answered
+# by the helper's `serve` (no runtime exec per call), or one `docker exec` each (the fallback,
+# chosen per run and disclosed in the report).
+RESIDENT = "resident"
+DOCKER_EXEC = "docker-exec"
+EXEC_PATHS = (RESIDENT, DOCKER_EXEC)
+
 # What every arm container gets: its corpus copy, its state and its output directory.
 ARM_MOUNTS = (("corpus", "/corpus"), ("state", "/state"), ("out", "/out"))
 
@@ -70,6 +77,7 @@ class SandboxSpec:
     mounts: tuple[Mount, ...] = ()
     limits: Limits = field(default_factory=Limits)
     workdir: str = "/"
+    exec_path: str = RESIDENT
 
     @property
     def labels(self) -> dict[str, str]:
@@ -90,7 +98,10 @@ class SandboxSpec:
         compose export renders the same settings."""
         return {
             "image": self.image_id,
-            "command": [HELPER, "idle"],
+            # PID 1 is the helper: `serve` answers requests on its stdin (the attach stream),
+            # `idle` only reaps while each command comes in through docker exec.
+            "command": [HELPER, "serve" if self.exec_path == RESIDENT else "idle"],
+            "stdin_open": self.exec_path == RESIDENT,
             "entrypoint": [],
             "user": self.user,
             "environment": [f"{k}={v}" for k, v in sorted(self.env.items())],
@@ -134,7 +145,7 @@ def default_user() -> str:
 
 
 def for_arm(lock: ImageLock, arm: ArmSpec, run_id: str, work: Path, user: str,
-            sizes: Mapping[str, int]) -> SandboxSpec:
+            sizes: Mapping[str, int], exec_path: str = RESIDENT) -> SandboxSpec:
     """The container an arm gets: its locked image and the host's helper, its mounts the
     file systems mounted under `work` (workfs.mounted), each bounded by `sizes`."""
     mounts = tuple(Mount(work / name, target, read_only=False, size_bytes=sizes[name])
@@ -144,7 +155,7 @@ def for_arm(lock: ImageLock, arm: ArmSpec, run_id: str, work: Path, user: str,
     return SandboxSpec(run_id=run_id, arm=arm.name, image_id=lock.image_id(arm.image),
                        tool_version=entry.get("tool_version", ""), user=user, env=arm.env,
                        helper=HelperFile(helper, digest), mounts=mounts,
-                       limits=arm.limits, workdir="/corpus")
+                       limits=arm.limits, workdir="/corpus", exec_path=exec_path)
 
 
 def writable_dirs(spec: SandboxSpec) -> list[tuple[Path, Path]]:

@@ -61,6 +61,9 @@ class ExecRecord:
     outcome: str
     flags: list[str] = field(default_factory=list)
     schema: str = SCHEMA
+    # How the command reached the container; records made before the resident executor
+    # carry none and came through docker exec.
+    exec_path: str = "docker-exec"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,7 +72,7 @@ class ExecRecord:
     def from_json(cls, data: Any, source: Path) -> ExecRecord:
         """A record read back, checked whole against its schema before any field is used."""
         check_schema(source, data, SCHEMA_FILE)
-        values = {k: data[k] for k in cls.__dataclass_fields__}
+        values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         values["stdout"] = StreamInfo(**data["stdout"])
         values["stderr"] = StreamInfo(**data["stderr"])
         return cls(**values)

@@ -21,10 +21,21 @@
  *   run [--sweep] [--timeout-ms N] [--grace-ms N] [--cap-bytes N] [--cwd DIR] -- ARGV...
  *   probe [--connect HOST:PORT] [--lookup NAME] [--nameserver ADDR[:PORT]] [--write PATH]
  *   idle
+ *   serve
  *   --version
  *
  * `run --sweep` first kills every process left in the container but PID 1 (see
  * sweep_container) and reports how many in `stray_swept`.
+ *
+ * `serve` is the resident executor: as the container's PID 1 it reads requests on its stdin
+ * (the engine's attach stream; nothing in the container can reach it, see cmd_serve) and
+ * answers each by forking a runner that does exactly what `run` or `probe` would under
+ * docker exec, so the same timing, sweep and frames, without the runtime's exec cost.
+ *   request, on stdin:  'q' | 4 bytes length | the runner's arguments, each ended by NUL
+ *   answer, on stdout:  'c' frames carrying the runner's frame stream as it comes (at most
+ *                       64 KiB each), then one 'z' frame: "exit N" or "signal N" (ASCII)
+ * The envelope is PID 1's own: a runner killed in the middle of one of its frames cannot
+ * shift the 'z' that ends the answer.
  *
  * Exit status: 0 when the result (or probe) frame was written; 125 when it was not (usage
  * error, a set-up failure, or a reader that went away).
@@ -66,7 +77,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HELPER_VERSION "0.2.0"
+#define HELPER_VERSION "0.3.0"
 
 #define EXIT_NO_RESULT 125
 #define CHUNK_MAX 65536u
@@ -91,6 +102,7 @@ static const char USAGE[] =
     "       sandbench-exec probe [--connect HOST:PORT] [--lookup NAME] [--nameserver ADDR]"
     " [--write PATH]\n"
     "       sandbench-exec idle\n"
+    "       sandbench-exec serve\n"
     "       sandbench-exec --version\n";
 
 /* ------------------------------------------------------------------------------------- */
@@ -605,6 +617,10 @@ static bool read_oom_kills(uint64_t *out)
 /* ------------------------------------------------------------------------------------- */
 /* run                                                                                    */
 
+/* Set in a runner that `serve` forked: its parent is the namespace's PID 1, the serving
+   helper itself, so the pre-exec sweep may run as it does under docker exec. */
+static bool g_served;
+
 struct run_opts {
     uint64_t timeout_ms, grace_ms, cap_bytes;
     bool sweep;
@@ -1019,10 +1035,11 @@ static void supervise(struct run *r)
    as our uid. Repeated until /proc lists none (one not yet killed can still fork), bounded
    like sweep_strays. Only for a helper started from outside the namespace (docker exec: its
    parent is invisible, getppid() == 0): on a host kill(-1) would reach every process of the
-   user. Returns false (no result) when the sweep may not run at all. */
+   user. A runner forked by `serve` (PID 1 of the namespace) sweeps too. Returns false (no
+   result) when the sweep may not run at all. */
 static bool sweep_container(struct run *r)
 {
-    if (getppid() != 0) {
+    if (getppid() != 0 && !(g_served && getppid() == 1)) {
         helper_error("run --sweep: refused: the parent (pid %d) is inside this pid namespace; "
                      "only a helper started from outside it (docker exec) sweeps",
                      (int)getppid());
@@ -1901,6 +1918,32 @@ static void probe_image_helpers(struct buf *b)
     buf_add(b, "]", 1);
 }
 
+/* Whether a process of the sandbox's uid can open PID 1's stdin or stdout through /proc:
+   under `serve` those are the exec channel. PID 1 is non-dumpable, so every try must fail. */
+static void probe_pid1_fds(struct buf *b)
+{
+    static const struct { const char *key, *path; int flags; } tries[] = {
+        { "stdin_write", "/proc/1/fd/0", O_WRONLY },
+        { "stdin_read", "/proc/1/fd/0", O_RDONLY },
+        { "stdout_write", "/proc/1/fd/1", O_WRONLY },
+        { "stdout_read", "/proc/1/fd/1", O_RDONLY },
+    };
+    json_key(b, "pid1_fds");
+    buf_add(b, "{", 1);
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
+        int fd = open(tries[i].path, tries[i].flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd >= 0) {
+            close(fd);
+            json_kstr(b, tries[i].key, "opened");
+        } else {
+            char why[200];
+            format_errno(why, sizeof why, "open", errno);
+            json_kstr(b, tries[i].key, why);
+        }
+    }
+    buf_add(b, "}", 1);
+}
+
 static int cmd_probe(int argc, char **argv)
 {
     struct probe_opts o;
@@ -1920,6 +1963,7 @@ static int cmd_probe(int argc, char **argv)
     probe_write(&b, o.write);
     probe_mounts(&b);
     probe_image_helpers(&b);
+    probe_pid1_fds(&b);
     buf_add(&b, "}", 1);
     bool sent = false;
     if (b.failed)
@@ -1963,6 +2007,214 @@ static int cmd_idle(int argc, char **argv)
 }
 
 /* ------------------------------------------------------------------------------------- */
+/* serve: the container's PID 1, running each request it reads on stdin                  */
+
+#define REQUEST_MAX (1u << 20)
+#define REQUEST_ARGS_MAX 4096
+
+/* 1 when all `len` bytes were read, 0 at end of input, -1 on an error or a short read. */
+static int read_exact(int fd, void *into, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, (char *)into + got, len - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n == 0 && got == 0 ? 0 : -1;
+        got += (size_t)n;
+    }
+    return 1;
+}
+
+/* The request's NUL-ended arguments as argv (argv[0] is this program), or a reason. */
+static const char *split_request(char *payload, size_t len, char **argv, int *argc)
+{
+    if (len == 0 || payload[len - 1] != '\0')
+        return "a request's arguments must each end with NUL";
+    *argc = 1;
+    for (size_t at = 0; at < len; at += strlen(payload + at) + 1) {
+        if (*argc >= REQUEST_ARGS_MAX)
+            return "too many arguments in one request";
+        argv[(*argc)++] = payload + at;
+    }
+    argv[*argc] = NULL;
+    if (strcmp(argv[1], "run") != 0 && strcmp(argv[1], "probe") != 0)
+        return "a request runs `run` or `probe`";
+    return NULL;
+}
+
+/* In the forked runner: the request runs as under docker exec, its frames into the pipe. */
+__attribute__((noreturn))
+static void serve_runner(int frames_w, int sigfd, int argc, char **argv)
+{
+    close(sigfd);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(frames_w, STDOUT_FILENO) < 0)
+        _exit(EXIT_NO_RESULT);
+    close(null);
+    close(frames_w);
+    g_served = true;
+    _exit(strcmp(argv[1], "run") == 0 ? cmd_run(argc, argv) : cmd_probe(argc, argv));
+}
+
+/* Reap every child that has exited, as `idle` does on each SIGCHLD: orphans that
+   reparented here, and the runner (whose status is kept when `runner` is given). */
+static void serve_reap(int sigfd, pid_t runner, bool *runner_done, int *status)
+{
+    struct signalfd_siginfo info;
+    while (read(sigfd, &info, sizeof info) > 0)
+        continue;
+    int st;
+    pid_t pid;
+    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+        if (runner > 0 && pid == runner) {
+            *status = st;
+            *runner_done = true;
+        }
+    }
+}
+
+/* Relay the runner's frame stream in 'c' frames until it closes, reaping orphans as they
+   die, then wait for the runner itself and end the answer with 'z'. */
+static void serve_answer(pid_t runner, int frames_r, int sigfd)
+{
+    static char chunk[CHUNK_MAX];
+    bool done = false;
+    int status = 0;
+    while (frames_r >= 0) {
+        struct pollfd fds[2] = {
+            { .fd = frames_r, .events = POLLIN },
+            { .fd = sigfd, .events = POLLIN },
+        };
+        if (poll(fds, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (fds[1].revents)
+            serve_reap(sigfd, runner, &done, &status);
+        if (fds[0].revents) {
+            ssize_t n = read(frames_r, chunk, sizeof chunk);
+            if (n > 0)
+                emit_frame('c', chunk, (size_t)n); /* a reader gone: keep draining */
+            else if (n == 0 || errno != EINTR)
+                close_fd(&frames_r);
+        }
+    }
+    close_fd(&frames_r);
+    while (!done) {
+        int st;
+        pid_t pid = waitpid(runner, &st, 0);
+        if (pid == runner) {
+            status = st;
+            done = true;
+        } else if (pid < 0 && errno != EINTR) {
+            break;
+        }
+    }
+    char end[32];
+    if (WIFSIGNALED(status))
+        snprintf(end, sizeof end, "signal %d", WTERMSIG(status));
+    else
+        snprintf(end, sizeof end, "exit %d", WEXITSTATUS(status));
+    emit_frame('z', end, strlen(end));
+}
+
+/* The request channel is PID 1's stdin and its answers PID 1's stdout, both the engine's
+   attach stream. A tool runs as the same uid but cannot reach them: PID 1 (like the runner)
+   is non-dumpable, so /proc/1/fd is closed to it, and the runner hands the tool none of
+   these descriptors. As in `idle`, no signal handler is installed, so nothing inside can
+   signal PID 1; SIGCHLD is blocked only to be read, and every orphan is reaped as it dies,
+   while a runner runs and between requests. One request at a time; a malformed one ends the helper, and with it the
+   container, since the stream can no longer be trusted to be in step. */
+static int cmd_serve(int argc, char **argv)
+{
+    (void)argv;
+    if (argc != 2)
+        return usage_error("serve takes no arguments");
+    if (getpid() != 1) {
+        helper_error("serve: refused: runs only as the PID 1 of a container's pid namespace");
+        return EXIT_NO_RESULT;
+    }
+    if (prctl(PR_SET_DUMPABLE, 0) < 0) {
+        char why[160];
+        format_errno(why, sizeof why, "prctl(PR_SET_DUMPABLE)", errno);
+        helper_error("%s", why);
+        return EXIT_NO_RESULT;
+    }
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    int sigfd = -1;
+    if (sigprocmask(SIG_BLOCK, &chld, NULL) < 0
+        || (sigfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+        char why[160];
+        format_errno(why, sizeof why, "signalfd", errno);
+        helper_error("%s", why);
+        return EXIT_NO_RESULT;
+    }
+    static char payload[REQUEST_MAX];
+    static char *args[REQUEST_ARGS_MAX + 1];
+    for (;;) {
+        /* Between requests too, orphans are reaped as they die. */
+        struct pollfd wait[2] = {
+            { .fd = STDIN_FILENO, .events = POLLIN },
+            { .fd = sigfd, .events = POLLIN },
+        };
+        if (poll(wait, 2, -1) < 0 && errno != EINTR)
+            return EXIT_NO_RESULT;
+        bool unused = false;
+        int ignored = 0;
+        if (wait[1].revents)
+            serve_reap(sigfd, 0, &unused, &ignored);
+        if (!wait[0].revents)
+            continue;
+        unsigned char header[5];
+        int got = read_exact(STDIN_FILENO, header, sizeof header);
+        if (got == 0)
+            return 0; /* the orchestrator closed the channel */
+        uint32_t len = (uint32_t)header[1] << 24 | (uint32_t)header[2] << 16
+            | (uint32_t)header[3] << 8 | header[4];
+        if (got < 0 || header[0] != 'q' || len > REQUEST_MAX
+            || read_exact(STDIN_FILENO, payload, len) != 1) {
+            helper_error("serve: a malformed request on stdin; the channel is closed");
+            return EXIT_NO_RESULT;
+        }
+        int args_n = 0;
+        const char *bad = split_request(payload, len, args, &args_n);
+        if (bad != NULL) {
+            helper_error("serve: %s; the channel is closed", bad);
+            return EXIT_NO_RESULT;
+        }
+        args[0] = argv[0];
+        int frames[2];
+        if (pipe2(frames, O_CLOEXEC) < 0) {
+            char why[160];
+            format_errno(why, sizeof why, "pipe2", errno);
+            helper_error("serve: %s", why);
+            emit_frame('z', "exit 125", 8);
+            continue;
+        }
+        pid_t runner = fork();
+        if (runner == 0) {
+            close(frames[0]);
+            serve_runner(frames[1], sigfd, args_n, args);
+        }
+        close(frames[1]);
+        if (runner < 0) {
+            char why[160];
+            format_errno(why, sizeof why, "fork", errno);
+            close(frames[0]);
+            helper_error("serve: %s", why);
+            emit_frame('z', "exit 125", 8);
+            continue;
+        }
+        serve_answer(runner, frames[0], sigfd);
+    }
+}
+
+/* ------------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
 {
@@ -1984,5 +2236,7 @@ int main(int argc, char **argv)
         return cmd_probe(argc, argv);
     if (strcmp(cmd, "idle") == 0)
         return cmd_idle(argc, argv);
+    if (strcmp(cmd, "serve") == 0)
+        return cmd_serve(argc, argv);
     return usage_error("unknown command '%s'", cmd);
 }

@@ -46,6 +46,10 @@ def run(suite: str = typer.Argument(..., help="A suite under suites/."),
         arm: list[str] = typer.Option(None, "--arm", help="Only these arms of the suite."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and what is "
                                      "missing; start nothing."),
+        exec_path: str = typer.Option(None, "--exec-path", help="How commands reach each "
+                                      "container: resident (requests on PID 1's attach stream; "
+                                      "the default) or docker-exec (the fallback). A resume "
+                                      "keeps the run's own."),
         bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Run a sealed suite. Arms run one after another unless --jobs says otherwise."""
     cfg = settings(bench_root)
@@ -73,7 +77,7 @@ def run(suite: str = typer.Argument(..., help="A suite under suites/."),
     advance, close = _progress(plan.total_cells)
     try:
         run_dir = run_mod.execute(engine, cfg, suite, resume=resume, jobs=jobs,
-                                  only=arm or None, progress=advance)
+                                  only=arm or None, progress=advance, exec_path=exec_path)
     finally:
         close()
     if as_json:

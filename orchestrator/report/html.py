@@ -403,7 +403,8 @@ def render_html(scores: Mapping[str, Any]) -> str:
         f"<h1>{_e(title)}</h1>",
         _pre("\n".join(env_lines)),
         _p(f"Run {run['run_id']}, sandbench {run['sandbench_version']}, Docker engine "
-           f"{scores['environment']['engine']['version']}. Rendered by sandbench report from "
+           f"{scores['environment']['engine']['version']}; {tables.exec_path_text(run)}. "
+           "Rendered by sandbench report from "
            f"scores.json ({scores['schema']}), like the Markdown document beside it, with the "
            "same tables; sandbench report RUN_DIR --check renders both again and compares "
            "byte for byte. Nothing on this page is fetched from the network."),

@@ -170,7 +170,8 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
         f"# {TITLE}: suite {suite['name']}, {run['date']}",
         disclosure(scores["environment"]),
         f"Run `{run['run_id']}`, sandbench {run['sandbench_version']}, Docker engine "
-        f"{scores['environment']['engine']['version']}. Rendered by `sandbench report` from "
+        f"{scores['environment']['engine']['version']}; {tables.exec_path_text(run)}. "
+        "Rendered by `sandbench report` from "
         f"`scores.json` ({scores['schema']}); `sandbench report RUN_DIR --check` renders it "
         "again and compares byte for byte. No part of this document is edited by hand.",
         _section("Scorecard", "Tasks per arm and band (`all`: every kind).",

@@ -276,6 +276,14 @@ def guards(scores: Mapping[str, Any]) -> Table:
     return columns, rows
 
 
+def exec_path_text(run: Mapping[str, Any]) -> str:
+    """How the run's commands reached their containers, in words for the documents."""
+    if run.get("exec_path", "docker-exec") == "resident":
+        return ("every command ran through the resident executor (a request on the "
+                "container's PID 1 attach stream, no docker exec per call)")
+    return "every command ran through one docker exec"
+
+
 def terminal_scorecard(scores: Mapping[str, Any]) -> list[dict[str, str]]:
     """One row per arm: per kind `correct/partial/wrong/not attempted/unscored`."""
     rows = []

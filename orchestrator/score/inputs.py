@@ -90,6 +90,9 @@ def _at(data: Any, dotted: str, kinds: type | tuple[type, ...] | None, source: P
     return current
 
 
+# How commands reached the containers; a run recorded before the resident executor has no
+# exec_path and used docker exec.
+EXEC_PATHS = ("resident", "docker-exec")
 RUN_KEYS: tuple[tuple[str, type | tuple[type, ...] | None], ...] = (
     ("run_id", str), ("date", str), ("status", str),
     ("suite.name", str), ("suite.manifest_sha256", str), ("suite.reps", int),
@@ -123,6 +126,9 @@ def read_run_json(run_dir: Path) -> dict[str, Any]:
                                        f"{run_dir}")
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", run["date"]):
         raise InputError.bad_value(source, "date", "YYYY-MM-DD", run["date"])
+    if run.get("exec_path", EXEC_PATHS[1]) not in EXEC_PATHS:
+        raise InputError.bad_value(source, "exec_path", f"one of {list(EXEC_PATHS)}",
+                                   run["exec_path"])
     return run
 
 

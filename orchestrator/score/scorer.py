@@ -342,7 +342,8 @@ def _environment(inputs: RunInputs, cells: Sequence[dict[str, Any]],
 
 def _run_section(run: dict[str, Any]) -> dict[str, Any]:
     return {"run_id": run["run_id"], "date": run["date"], "status": run["status"],
-            "sandbench_version": run.get("sandbench_version"), "resumes": len(run["resumes"])}
+            "sandbench_version": run.get("sandbench_version"), "resumes": len(run["resumes"]),
+            "exec_path": run.get("exec_path", "docker-exec")}
 
 
 def _suite_section(inputs: RunInputs) -> dict[str, Any]:

@@ -15,7 +15,8 @@ from orchestrator import cleanup, guards, images
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import MIB, HelperFile, Limits, Mount, SandboxSpec, default_user
+from orchestrator.sandbox_spec import (DOCKER_EXEC, MIB, HelperFile, Limits, Mount, SandboxSpec,
+                                      default_user)
 from orchestrator.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -57,6 +58,9 @@ def test_every_guard_holds_in_every_image(engine: Engine, bench: Settings, tmp_p
     (("network_mode", "bridge"), "network_mode"),
     (("read_only", False), "read_only_root"),
     (("user", "0:0"), "user"),
+    # The resident executor without its channel: PID 1 would read no request at all.
+    (("stdin_open", False), "exec_channel"),
+    (("tty", True), "exec_channel"),
 ])
 def test_a_loosened_container_is_refused_naming_the_guard(engine: Engine, bench: Settings,
                                                           tmp_path: Path, override, guard) -> None:
@@ -103,6 +107,50 @@ def test_timeout_oom_and_flood_are_told_apart(engine: Engine, bench: Settings,
     assert flood.stdout.bytes_total == 5_000_000 and flood.stdout.bytes_kept == MIB
     assert (tmp_path / "flood" / "stdout").stat().st_size == MIB
     assert missing.outcome == "spawn-error"
+
+
+def test_the_docker_exec_fallback_holds_every_guard(engine: Engine, bench: Settings,
+                                                    tmp_path: Path) -> None:
+    spec = dataclasses.replace(_spec(bench, "rg", tmp_path), exec_path=DOCKER_EXEC)
+    with Sandbox(engine, spec) as box:
+        results = {r.guard: r for r in box.verify(tmp_path / "guards" / "rg")}
+    assert not guards.failures(list(results.values()))
+    assert results["pid1"].expected.startswith(guards.HELPER_IDLE)
+    assert results["exec_channel"].found == {"open_stdin": False, "stdin_once": False,
+                                             "tty": False}
+    assert results["channel_private"].ok
+
+
+PARITY = ("echo out; echo err >&2; id -u; id -g; pwd; env | sort; "
+          "ls /proc | grep -c '^[0-9]'; exit 3")
+
+
+def test_both_exec_paths_make_the_same_record(engine: Engine, bench: Settings,
+                                              tmp_path: Path) -> None:
+    """The same commands through the resident channel and through docker exec: the tool
+    sees the same uid, directory and environment, and the records differ in nothing but
+    their declared exec_path and what a run cannot repeat (ids, times, container)."""
+    records, seen = {}, {}
+    for path in ("resident", DOCKER_EXEC):
+        spec = dataclasses.replace(_spec(bench, "rg", tmp_path / path), exec_path=path)
+        with Sandbox(engine, spec) as box:
+            box.verify(tmp_path / path / "guards")
+            first = box.exec(["sh", "-c", PARITY], tmp_path / path / "parity")
+            slow = box.exec(["sh", "-c", "sleep 30"], tmp_path / path / "slow", timeout_s=0.5,
+                            grace_s=0.2)
+            flood = box.exec(["head", "-c", "3000000", "/dev/zero"], tmp_path / path / "flood",
+                             cap_bytes=MIB)
+        records[path] = [r.to_json() for r in (first, slow, flood)]
+        seen[path] = (tmp_path / path / "parity" / "stdout").read_bytes()
+    assert seen["resident"] == seen[DOCKER_EXEC]
+    varying = {"run_id", "container_id", "started_at", "timing", "exec_path"}
+    for resident, fallback in zip(records["resident"], records[DOCKER_EXEC], strict=True):
+        assert resident.keys() == fallback.keys()
+        assert resident["exec_path"] == "resident" and fallback["exec_path"] == DOCKER_EXEC
+        same = {k: v for k, v in resident.items() if k not in varying}
+        assert same == {k: v for k, v in fallback.items() if k not in varying}
+        assert resident["timing"].keys() == fallback["timing"].keys()
+    assert [r["outcome"] for r in records["resident"]] == ["nonzero-exit", "timeout", "ok"]
 
 
 def test_cleanup_finds_a_left_behind_container_by_label(engine: Engine, bench: Settings,

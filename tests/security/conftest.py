@@ -280,8 +280,8 @@ def world(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         (victim / "sub" / "inner.txt").write_text("owned by root\n")
         _write_arms(project, bench, listener)
         names = ["rg", "h-net", "h-read", "h-write", "h-priv", "h-fork", "h-oom", "h-fill",
-                 "h-flood", "h-term", "h-out", "h-log", "h-helper", "h-health", "h-volume",
-                 "rg-late"]
+                 "h-flood", "h-term", "h-out", "h-log", "h-channel", "h-helper", "h-health",
+                 "h-volume", "rg-late"]
         write_suite(project, "main", names, TASKS)
         write_suite(project, "stop", ["h-stop", "rg"], TASKS[1:])
         write_suite(project, "names", ["h-names", "rg"], TASKS[1:])
@@ -317,6 +317,7 @@ def _write_arms(project: Path, bench: Path, listener: Listener) -> None:
                               setup=(["attack", "term", "--setup"], 3)),
         "h-out": hostile_arm("out", bench=bench),
         "h-log": hostile_arm("log", bench=bench, args=("--log-bytes", str(LOG_FLOOD))),
+        "h-channel": hostile_arm("channel", bench=bench),
         "h-helper": hostile_arm("noop", bench=bench, image="hostile-helper",
                                 name="h-helper"),
         "h-health": hostile_arm("health", bench=bench, image="hostile-health"),

@@ -14,9 +14,11 @@ from tests.security.conftest import MainRun
 pytestmark = pytest.mark.integration
 
 # Out of reach: a host path is not mounted at all (ENOENT); the same path through
-# /proc/1/root is refused earlier, at PID 1's proc entry (the idle helper is non-dumpable).
+# /proc/1/root is refused earlier, at PID 1's proc entry (the PID 1 helper is non-dumpable).
 DENIED = {"ENOENT", "EACCES"}
-IDLE = "/.sandbench/sandbench-exec idle"
+# PID 1 serves the resident executor; each cell's runner is a fork of it (no exec, so it
+# shows PID 1's command line) that runs the tool.
+SERVE = "/.sandbench/sandbench-exec serve"
 
 
 def _files_holding(root: os.PathLike, needles: list[bytes]) -> tuple[int, list[str]]:
@@ -64,8 +66,8 @@ def test_the_environment_is_exactly_the_declared_one_plus_the_images(main_run: M
     assert record.env == {"ATTACK_ARM": "h-read"}
     helpers = {k: v for k, v in tried.items() if k.startswith("read /proc/")
                and "sandbench-exec" in k}
-    # The idle helper (PID 1) and this cell's helper: both non-dumpable.
-    assert len(helpers) == 2 and f"read /proc/1/environ ({IDLE})" in helpers, helpers
+    # The PID 1 helper and this cell's runner: both non-dumpable.
+    assert len(helpers) == 2 and f"read /proc/1/environ ({SERVE})" in helpers, helpers
     assert {v[0] for v in helpers.values()} == {"EACCES"}
     assert tried["read /proc/1/environ"][0] == "EACCES"
 
@@ -76,12 +78,12 @@ def test_no_engine_socket_is_reachable(main_run: MainRun) -> None:
     assert len(sockets) == 10
     assert {v[0] for v in sockets.values()} == {"ENOENT"}
     assert tried["unix sockets listed"] == ("LIST", "0")
-    # Only this sandbox's own processes are visible: the idle helper as PID 1 (no init
-    # wrapper), this cell's helper and the tool.
+    # Only this sandbox's own processes are visible: the PID 1 helper as PID 1 (no init
+    # wrapper), this cell's runner and the tool.
     visible = tried["processes visible"][1].split(" | ")
     assert len(visible) == 3, visible
-    assert visible[0] == f"1:{IDLE}"
-    assert visible[1].split(":", 1)[1].startswith("/.sandbench/sandbench-exec run --sweep ")
+    assert visible[0] == f"1:{SERVE}"
+    assert visible[1].split(":", 1)[1] == SERVE
     assert visible[2].split(":", 1)[1].startswith("/usr/bin/python3 /usr/local/bin/attack read")
     assert "docker-init" not in tried["processes visible"][1]
 

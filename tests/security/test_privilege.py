@@ -52,7 +52,7 @@ def test_namespaces_and_mounts_are_refused(main_run: MainRun) -> None:
 
 def test_the_timing_helpers_cannot_be_traced_read_or_written(main_run: MainRun) -> None:
     tried = main_run.attempts("h-priv", 1)
-    for who in ("helper", "idle helper"):
+    for who in ("helper", "PID 1 helper"):
         checks = [f"ptrace ATTACH {who}", f"ptrace SEIZE {who}", f"open /proc/{who}/mem rw",
                   f"open /proc/{who}/fd/1 for writing", f"listdir /proc/{who}/fd",
                   f"read /proc/{who}/environ", f"process_vm_readv {who}",
@@ -66,11 +66,11 @@ def test_the_timing_helpers_cannot_be_traced_read_or_written(main_run: MainRun) 
 
 
 def test_pid1_is_the_idle_helper_and_cannot_be_traced_or_read(main_run: MainRun) -> None:
-    """No docker-init: PID 1 is the idle helper itself, non-dumpable, so neither ptrace nor
+    """No docker-init: PID 1 is the PID 1 helper itself, non-dumpable, so neither ptrace nor
     its /proc entries (environ, root, exe, fd) are open to the tool, though it is the same
     uid; every path through /proc/1/root in the other attacks stops at EACCES."""
     tried = main_run.attempts("h-priv", 1)
-    assert tried["PID 1"] == ("IS", "/.sandbench/sandbench-exec idle")
+    assert tried["PID 1"] == ("IS", "/.sandbench/sandbench-exec serve")
     assert tried["ptrace ATTACH PID 1"][0] == "EPERM", tried["ptrace ATTACH PID 1"]
     for what in ("read /proc/1/environ", "listdir /proc/1/root", "readlink /proc/1/exe"):
         assert tried[what][0] == "EACCES", (what, tried[what])

@@ -140,7 +140,7 @@ def test_a_daemon_is_gone_once_the_tool_exits(main_run: MainRun) -> None:
 
 
 def test_the_container_log_stream_cannot_fill_the_host_disk(main_run: MainRun) -> None:
-    """PID 1's stdout (the container's log stream) does not even open: the idle helper is
+    """PID 1's stdout (the container's log stream) does not even open: the PID 1 helper is
     non-dumpable. And the engine keeps no log of that container (log driver `none`): no log
     file, measured while the container lived."""
     tried = main_run.attempts("h-log", 0)

@@ -627,13 +627,15 @@ def images_lock_defects(base: dict[str, Any]) -> dict[str, S[Damage]]:
 # -- cells/ARM/TASK/REP/record.json -------------------------------------------------------------
 
 RECORD_FIELDS = sorted(transcripts.ExecRecord.__dataclass_fields__)
+# Present in every record made now, optional in the schema: older records lack it.
+REQUIRED_RECORD_FIELDS = [k for k in RECORD_FIELDS if k != "exec_path"]
 STREAM_FIELDS = sorted(transcripts.StreamInfo.__dataclass_fields__)
 
 
 def record(base: dict[str, Any]) -> dict[str, S[Damage]]:
     stream = st.sampled_from(["stdout", "stderr"])
     missing = _any([
-        st.sampled_from(RECORD_FIELDS).flatmap(lambda k: _del(base, (k,), fmt="json")),
+        st.sampled_from(REQUIRED_RECORD_FIELDS).flatmap(lambda k: _del(base, (k,), fmt="json")),
         st.tuples(stream, st.sampled_from(STREAM_FIELDS)).map(lambda t: _json(
             "missing", drop(base, t), dotted(t), f"{dotted(t)} removed")),
     ])
