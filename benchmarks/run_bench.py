@@ -33,8 +33,9 @@ def timed_run(engine: Engine, settings: Settings, jobs: int) -> dict[str, Any]:
     began = time.monotonic()
     run_dir = run.execute(engine, settings, "demo", jobs=jobs)
     total = time.monotonic() - began
-    records = [json.loads(p.read_text()) for p in Path(run_dir, "cells").glob("*/*/*/record.json")]
-    setups = [json.loads(p.read_text()) for p in Path(run_dir, "cells").glob("*/_setup/record.json")]
+    cells = Path(run_dir, "cells")
+    records = [json.loads(p.read_text()) for p in cells.glob("*/*/*/record.json")]
+    setups = [json.loads(p.read_text()) for p in cells.glob("*/_setup/record.json")]
     tool_s = sum(r["timing"]["wall_ns"] for r in records + setups) / 1e9
     overhead = [r["timing"]["host_bracket_ns"] - r["timing"]["wall_ns"] for r in records]
     return {
