@@ -7,7 +7,7 @@ The anchors are what a figure means against: the tool bare on the host, `docker 
 figure, stops this script naming the benchmark to run; only the resident executor's figures
 may be absent (they say "not measured" until sandbox_bench measures them).
 
-    python -m benchmarks.figures [--markdown]
+    python -m benchmarks.figures [--markdown]    # Markdown on stdout alone: the README's table
 """
 
 from __future__ import annotations
@@ -239,7 +239,7 @@ def main() -> None:
     atomic_write_json(folder / "figures.json", {"sources": written,
                                                 "figures": [f.to_json() for f in rows]})
     print(markdown(rows) if args.markdown else plain(rows))
-    print(f"\nfigures.json: {folder / 'figures.json'}")
+    print(f"figures.json: {folder / 'figures.json'}", file=sys.stderr)
 
 
 if __name__ == "__main__":
