@@ -3,7 +3,8 @@
 Synthesises a deterministic corpus of about 5,800 tracked files and 190 MB on disk with its
 history (a few commits that rewrite part of the tree), fetches it into a pristine store with
 full history as `sandbench corpus fetch --from ... --full-history` would, then times
-`make_arm_copy` and `tree_digest` side by side and prints the medians.
+`make_arm_copy` and `tree_digest` side by side, prints the medians and writes them to
+bench/benchmarks/corpus_copy.json.
 
     .venv/bin/python -m benchmarks.corpus_copy [--files 5800] [--reps 7] [--dir /tmp/x]
 """
@@ -24,7 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from orchestrator import corpus, log
-from orchestrator.settings import Settings
+from orchestrator.fsutil import atomic_write_json
+from orchestrator.settings import Settings, load_settings
 
 EXTENSIONS = (".cs",) * 8 + (".csproj", ".json", ".md", ".ts")
 ENV = {"PATH": os.environ.get("PATH", os.defpath), "HOME": os.devnull, "LC_ALL": "C",
@@ -131,6 +133,11 @@ def main() -> None:
         for name, times in rows.items():
             print(f"{name:<30}{statistics.median(times):>8.2f}s{min(times):>8.2f}s"
                   f"{max(times):>8.2f}s")
+        atomic_write_json(load_settings().bench_root / "benchmarks" / "corpus_copy.json", {
+            "tracked_files": info.tracked_files, "commits": args.commits,
+            "on_disk_bytes": info.worktree_bytes + info.git_bytes, "reps": args.reps,
+            "median_s": {name: round(statistics.median(times), 3)
+                         for name, times in rows.items()}})
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -1,9 +1,13 @@
-"""The whole demo suite, timed: every shipped arm, 1 cold + N warm per task, on this host.
+"""The whole demo suite, timed twice in one run: every shipped arm, 1 cold + N warm per task,
+once with `--jobs 1` and once with `--jobs 2`, on this host.
 
-Reports the run's wall time beside the tools' own time (the in-container wall of every exec,
-the index builds included) and the orchestration overhead per cell (host bracket minus
-in-container wall, median), measured in one run. Needs the images built and the demo corpus
-fetched (scripts/demo does both).
+Reports, for each, the run's wall time beside the tools' own time (the in-container wall of
+every exec, the index builds included) and the orchestration per cell: the run's wall minus
+the tools' time, per cell, and the median host bracket minus in-container wall of one exec.
+With two arms at a time the tools' times overlap, so wall minus tools' time is what the
+parallel run adds or saves against the serial sum, and may be negative. The ratio of the two
+walls is the figure `--jobs 2` is for. Needs the images built and the demo corpus fetched
+(scripts/demo does both).
 
     python -m benchmarks.run_bench
 """
@@ -14,31 +18,44 @@ import json
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 from orchestrator import log, run
 from orchestrator.engine import Engine
 from orchestrator.fsutil import atomic_write_json
-from orchestrator.settings import load_settings
+from orchestrator.settings import Settings, load_settings
+
+JOBS = (1, 2)
+
+
+def timed_run(engine: Engine, settings: Settings, jobs: int) -> dict[str, Any]:
+    """One run of the demo suite and what its records say about where the time went."""
+    began = time.monotonic()
+    run_dir = run.execute(engine, settings, "demo", jobs=jobs)
+    total = time.monotonic() - began
+    cells = Path(run_dir, "cells")
+    records = [json.loads(p.read_text()) for p in cells.glob("*/*/*/record.json")]
+    setups = [json.loads(p.read_text()) for p in cells.glob("*/_setup/record.json")]
+    tool_s = sum(r["timing"]["wall_ns"] for r in records + setups) / 1e9
+    overhead = [r["timing"]["host_bracket_ns"] - r["timing"]["wall_ns"] for r in records]
+    return {
+        "run_dir": str(run_dir), "jobs": jobs, "cells": len(records),
+        "arms": sorted({r["arm"] for r in records}),
+        "run_wall_s": round(total, 2), "tool_wall_s": round(tool_s, 2),
+        "orchestration_s": round(total - tool_s, 2),
+        "overhead_per_cell_median_ms": round(statistics.median(overhead) / 1e6, 1),
+        "orchestration_per_cell_ms": round((total - tool_s) / len(records) * 1000, 1),
+    }
 
 
 def main() -> None:
     log.configure(stream=open("/dev/null", "w"))
     settings = load_settings()
     engine = Engine.connect()
-    began = time.monotonic()
-    run_dir = run.execute(engine, settings, "demo")
-    total = time.monotonic() - began
-    records = [json.loads(p.read_text()) for p in Path(run_dir, "cells").glob("*/*/*/record.json")]
-    setups = [json.loads(p.read_text()) for p in Path(run_dir, "cells").glob("*/_setup/record.json")]
-    tool_s = sum(r["timing"]["wall_ns"] for r in records + setups) / 1e9
-    overhead = [r["timing"]["host_bracket_ns"] - r["timing"]["wall_ns"] for r in records]
-    figures = {
-        "run_dir": str(run_dir), "cells": len(records), "arms": sorted({r["arm"] for r in records}),
-        "run_wall_s": round(total, 2), "tool_wall_s": round(tool_s, 2),
-        "orchestration_s": round(total - tool_s, 2),
-        "overhead_per_cell_median_ms": round(statistics.median(overhead) / 1e6, 1),
-        "orchestration_per_cell_ms": round((total - tool_s) / len(records) * 1000, 1),
-    }
+    runs = {str(jobs): timed_run(engine, settings, jobs) for jobs in JOBS}
+    figures = {"runs": runs,
+               "jobs2_over_jobs1_wall": round(runs["2"]["run_wall_s"] / runs["1"]["run_wall_s"],
+                                              3)}
     atomic_write_json(settings.bench_root / "benchmarks" / "run.json", figures)
     print(json.dumps(figures, indent=2))
 

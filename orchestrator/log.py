@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -10,6 +11,14 @@ from typing import Any, TextIO
 import structlog
 
 _run_log: TextIO | None = None
+_console_level = logging.NOTSET
+
+
+def console_level(level: int) -> None:
+    """Show only events at `level` and above on the console, from now on (a live display
+    owns the terminal: info lines would scroll it away). The run log keeps every event."""
+    global _console_level
+    _console_level = level
 
 
 def _tee_to_run_log(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
@@ -23,6 +32,12 @@ def _tee_to_run_log(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str
         except OSError as exc:
             event["run_log_error"] = str(exc)
             _run_log = None
+    return event
+
+
+def _drop_below_console_level(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    if logging.getLevelNamesMapping()[event["level"].upper()] < _console_level:
+        raise structlog.DropEvent
     return event
 
 
@@ -57,6 +72,7 @@ def configure(run_log: Path | None = None, *, stream: TextIO | None = None) -> N
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             _tee_to_run_log,
+            _drop_below_console_level,
             renderer,
         ],
         logger_factory=structlog.PrintLoggerFactory(out),

@@ -2,40 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
 
-from orchestrator import log, run as run_mod
+from orchestrator import run as run_mod
+from orchestrator.cli import progress
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
 from orchestrator.engine import Engine
-
-
-def _progress(total: int):  # -> (callback, closer)
-    """A live bar on a terminal; one structured line per cell otherwise."""
-    done = {"n": 0, "failed": 0}
-    if sys.stderr.isatty():
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TextColumn("failures {task.fields[failed]}"), transient=False)
-        task = bar.add_task("starting", total=total, failed=0)
-        bar.start()
-
-        def advance(arm: str, cell: str, outcome: str) -> None:
-            done["failed"] += outcome != "ok"
-            bar.update(task, advance=0 if cell == run_mod.SETUP_CELL else 1,
-                       description=f"{arm} {cell}", failed=done["failed"])
-        return advance, bar.stop
-    logger = log.get("progress")
-
-    def line(arm: str, cell: str, outcome: str) -> None:
-        if cell != run_mod.SETUP_CELL:
-            done["n"] += 1
-        done["failed"] += outcome != "ok"
-        logger.info("cell", arm=arm, cell=cell, outcome=outcome, done=done["n"], total=total,
-                    failures=done["failed"])
-    return line, lambda: None
 
 
 def run(suite: str = typer.Argument(..., help="A suite under suites/."),
@@ -74,10 +48,10 @@ def run(suite: str = typer.Argument(..., help="A suite under suites/."),
         return
     engine = Engine.connect()
     plan = run_mod.plan(cfg, suite, arm or None, engine)
-    advance, close = _progress(plan.total_cells)
+    on_cell, close = progress.for_run(plan.available, jobs, as_json, resume)
     try:
         run_dir = run_mod.execute(engine, cfg, suite, resume=resume, jobs=jobs,
-                                  only=arm or None, progress=advance, exec_path=exec_path)
+                                  only=arm or None, progress=on_cell, exec_path=exec_path)
     finally:
         close()
     if as_json:

@@ -19,8 +19,7 @@ RunDir = typer.Argument(..., file_okay=False, help="A run directory (bench/runs/
 
 
 def _show_scorecard(scores: dict) -> None:
-    show(table(tables.terminal_scorecard(scores), ["arm", *tables.bands(scores)]),
-         "(correct/partial/wrong/not attempted/unscored)")
+    show(table(tables.terminal_scorecard(scores), tables.TERMINAL_SCORECARD_COLUMNS))
 
 
 def score(run_dir: Path = RunDir,

@@ -267,7 +267,10 @@ def test_report_writes_the_page_and_prints_both_paths(run_dir: Path, rendered: s
     assert html.read_text(encoding="utf-8") == rendered
     lines = result.output.splitlines()
     assert lines[-2:] == [f"markdown: {run_dir / 'results.md'}", f"html: {html}"]
-    assert "21/0/0/0/0" in result.output  # the scorecard comes first
+    card = [re.split(r"\s{2,}", line.strip()) for line in result.stdout.splitlines()]
+    assert card[0] == ["ARM", "KIND", "CORRECT", "PARTIAL", "WRONG", "NOT ATTEMPTED",
+                       "UNSCORED"]  # the scorecard comes first, its columns named in words
+    assert ["rg (baseline)", "all", "21", "0", "0", "0", "0"] in card
     mtime = html.stat().st_mtime_ns
     assert runner.invoke(_app(), ["report", str(run_dir)]).exit_code == 0
     assert html.stat().st_mtime_ns == mtime  # unchanged bytes are not rewritten
