@@ -1,5 +1,5 @@
-"""benchmarks/figures.py: every figure beside its anchor, the resident executor's figures
-"not measured" until sandbox_bench writes them, and a missing benchmark named, never skipped."""
+"""benchmarks/figures.py: every figure beside its anchor, and a missing benchmark named,
+never skipped."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ def _run(jobs: int, wall: float) -> dict[str, Any]:
 
 OUTPUTS = {
     "sandbox.json": {"execs": 40, "rg_files": 3000, "exec_overhead_median_ms": 50.0,
-                     "exec_bracket_median_ms": 52.0, "docker_run_median_ms": 200.0,
+                     "exec_overhead_p95_ms": 60.0, "exec_bracket_median_ms": 52.0,
+                     "resident_overhead_median_ms": 5.0, "resident_overhead_p95_ms": 9.0,
+                     "resident_bracket_median_ms": 7.0, "docker_run_median_ms": 200.0,
                      "rg_inside_median_ms": 36.0, "rg_host_median_ms": 35.0,
                      "rg_difference_ms": 1.0, "rg_allowed_ms": 3.5,
                      "rg_host_plain_dir_median_ms": 34.0, "noop_build_median_ms": 16.0},
@@ -61,24 +63,29 @@ def test_every_figure_stands_beside_its_anchor(folder: Path) -> None:
     assert growth.ratio == 4.0 and growth.anchor == "the same on demo (44 files)"
 
 
-def test_the_resident_figures_are_not_measured_until_written(folder: Path) -> None:
-    name = "resident overhead: host bracket minus in-container wall, `true`"
-    absent = _by_name(folder)[name]
-    assert absent.cells()[1:] == ["not measured", "`docker exec` of `true`, overhead: 50.0 ms", ""]
-    assert absent.to_json()["value"] is None and absent.ratio is None
-    sandbox = {**OUTPUTS["sandbox.json"], "resident_overhead_median_ms": 5.0,
-               "resident_bracket_median_ms": 7.0}
-    (folder / "sandbox.json").write_text(json.dumps(sandbox))
-    assert _by_name(folder)[name].ratio == 0.1
+def test_the_resident_path_stands_beside_docker_exec(folder: Path) -> None:
+    rows = _by_name(folder)
+    resident = rows["resident overhead: host bracket minus in-container wall, `true`"]
+    assert resident.cells()[1:] == ["5.0 ms", "`docker exec` of `true`, overhead: 50.0 ms",
+                                    "0.10"]
+    assert rows["resident overhead, p95"].ratio == 0.15
+    per_cell = rows["demo suite `--jobs 1`: orchestration per cell (wall minus tools' time)"]
+    assert per_cell.anchor == "resident call of `true`, overhead"
 
 
-@pytest.mark.parametrize("broken", ["missing file", "missing key"])
+@pytest.mark.parametrize("broken", ["missing file", "missing key", "missing resident"])
 def test_a_missing_figure_names_the_benchmark_to_run(folder: Path, broken: str) -> None:
+    bench = "benchmarks.corpus_growth"
     if broken == "missing file":
         (folder / "growth.json").unlink()
-    else:
+    elif broken == "missing key":
         (folder / "growth.json").write_text(json.dumps({"arms": {}}))
-    with pytest.raises(figures.MissingFigure, match="python -m benchmarks.corpus_growth"):
+    else:
+        sandbox = dict(OUTPUTS["sandbox.json"])
+        del sandbox["resident_overhead_median_ms"]
+        (folder / "sandbox.json").write_text(json.dumps(sandbox))
+        bench = "benchmarks.sandbox_bench"
+    with pytest.raises(figures.MissingFigure, match=f"python -m {bench}"):
         figures.figures(figures.Results(folder))
 
 
