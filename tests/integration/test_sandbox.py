@@ -121,8 +121,7 @@ def test_the_docker_exec_fallback_holds_every_guard(engine: Engine, bench: Setti
     assert results["channel_private"].ok
 
 
-PARITY = ("echo out; echo err >&2; id -u; id -g; pwd; env | sort; "
-          "ls /proc | grep -c '^[0-9]'; exit 3")
+PARITY = "echo out; echo err >&2; id -u; id -g; pwd; env | sort; exit 3"
 
 
 def test_both_exec_paths_make_the_same_record(engine: Engine, bench: Settings,
