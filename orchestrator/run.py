@@ -9,12 +9,15 @@ Layout of a run directory (everything later stages read; nothing else is needed)
     cells/ARM/TASK/REP/              stdout, stderr, record.json (REP 0 = cold, 1..N warm)
     arms/ARM/state.json              what the arm wrote: corpus-copy changes, state files
     work/ARM/{corpus,state,out}.ext4 the arm's private, size-bounded file systems, mounted at
-                                     work/ARM/{corpus,state,out} only while the arm runs
+                                     work/ARM/{corpus,state,out} only during the run
     pin-lines.json                   line counts at the pin, read from an arm's copy (reach)
     log.jsonl                        structured log
 
-A cell counts as done only when its record.json exists, so a resume runs exactly the cells
-without one, and an interrupted cell leaves nothing behind that could be mistaken for one.
+Every arm's sandbox is made and verified before the first measured command of any arm, so no
+container start or corpus copy runs beside a measured tool. A cell counts as done only when
+its record.json exists and describes the streams beside it, so a resume runs exactly the
+cells without one, and an interrupted cell leaves nothing behind that could be mistaken for
+one. Cells are made durable in one sync at the end of each arm, not one fsync each.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import shutil
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,15 +39,17 @@ from orchestrator import (__version__, arms, cleanup, corpus, images, log, pinli
                           suite, workfs)
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
-from orchestrator.fsutil import atomic_write_json, atomic_write_text, read_json, sha256_file
+from orchestrator.fsutil import (atomic_write_json, atomic_write_text, read_json, sha256_file,
+                                 sync_filesystem)
 from orchestrator.images import ImageLock
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import DOCKER_EXEC, EXEC_PATHS, RESIDENT, default_user, for_arm
 from orchestrator.settings import Settings
-from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record
+from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record, streams_intact
 
 RUN_SCHEMA = "sandbench.run/1"
 SETUP_CELL = "_setup"
+PREPARE_WORKERS = 2  # arms whose sandboxes are made at once; the engine's waits overlap
 
 logger = log.get(__name__)
 
@@ -326,17 +331,22 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
 
 
 def _run_arms(r: _Run, jobs: int) -> list[dict[str, Any]]:
-    """Every available arm, `jobs` at a time; the first failure stops the others."""
-    arm_plans = r.plan.available
-    if jobs <= 1:
-        return [_run_arm(r, a) for a in arm_plans]
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="arm") as pool:
-        futures = [pool.submit(_run_arm, r, a) for a in arm_plans]
-        try:
-            return [f.result() for f in futures]
-        except BaseException:
-            r.stop.set()
-            raise
+    """Every available arm's sandbox made first, then every arm measured, `jobs` at a time;
+    the first failure stops the others, and every sandbox made is taken down."""
+    prepared = _prepare_arms(r)
+    try:
+        if jobs <= 1:
+            return [_run_arm(r, p) for p in prepared]
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="arm") as pool:
+            futures = [pool.submit(_run_arm, r, p) for p in prepared]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                r.stop.set()
+                raise
+    finally:
+        for p in prepared:
+            p.exits.close()  # a no-op for an arm that finished: it closed its own
 
 
 @contextmanager
@@ -385,15 +395,17 @@ def _finish(r: _Run, data: dict[str, Any]) -> None:
 
 
 def _done(cell: Path) -> bool:
-    """A cell is done when its record exists, unless the record says the sandbox went away:
-    that is no answer of the tool's, so a resume runs the cell again."""
+    """A cell is done when its record exists and its streams are the ones it describes,
+    unless the record says the sandbox went away: that is no answer of the tool's. A resume
+    runs the cell again in either case."""
     path = cell / RECORD_NAME
     if not path.is_file():
         return False
     try:
-        return read_record(path).outcome != "sandbox-unavailable"
+        record = read_record(path)
     except InputError:
         return False
+    return record.outcome != "sandbox-unavailable" and streams_intact(cell, record)
 
 
 class SandboxLost(SandbenchError):
@@ -451,53 +463,99 @@ def _stop_if_lost(r: _Run, a: ArmPlan, rec: ExecRecord) -> None:
                               f"--resume {r.run_dir}")
 
 
-def _run_arm(r: _Run, a: ArmPlan) -> dict[str, Any]:
-    """One arm: its file systems, copy, sandbox, guards, set-up, then every cell; returns
-    its summary. The file systems are unmounted on the way out, whatever happened."""
+@dataclass
+class _Prepared:
+    """An arm ready to measure: its file systems mounted, its corpus copied, its sandbox
+    started and verified (or refused, and already taken down). `exits` unmounts and removes,
+    whatever happened."""
+    arm: ArmPlan
+    work: Path
+    before: corpus.Snapshot | None
+    box: Sandbox | None
+    refused: str | None
+    exits: ExitStack
+
+
+def _prepare_arms(r: _Run) -> list[_Prepared]:
+    """Every arm's sandbox, `PREPARE_WORKERS` at a time, before any arm's first measured
+    command: no container start or corpus copy then runs beside a measured tool, and the
+    engine's waits overlap. A failure (or Ctrl-C) takes down every sandbox already made."""
+    pool = ThreadPoolExecutor(max_workers=PREPARE_WORKERS, thread_name_prefix="prepare")
+    futures = [pool.submit(_prepare_arm, r, a) for a in r.plan.available]
+    try:
+        return [f.result() for f in futures]
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        for f in futures:
+            if not f.cancelled() and f.exception() is None:
+                f.result().exits.close()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+
+
+def _prepare_arm(r: _Run, a: ArmPlan) -> _Prepared:
     work = r.run_dir / "work" / a.name
     kept = _resumable_work(r, a, work)
     sizes = workfs.sizes(a.spec.limits, r.corpus_bytes)
-    with workfs.mounted(work, sizes, fresh=not kept):
+    exits = ExitStack()
+    try:
+        exits.enter_context(workfs.mounted(work, sizes, fresh=not kept))
         before = _prepare_work(r, a, work, kept)
-        summary = _run_cells(r, a, work, sizes)
-        if summary.get("refused"):
-            return summary
-        summary["state_bytes"] = _disclose_state(r, a, work, before)
-        _save_pin_lines(r, a)
-    return summary
-
-
-def _run_cells(r: _Run, a: ArmPlan, work: Path, sizes: dict[str, int]) -> dict[str, Any]:
-    """The arm's sandbox: guards, then set-up and every cell not yet recorded."""
-    lock = ImageLock.load(r.settings.images_lock)
-    spec = for_arm(lock, a.spec, r.run_id, work, default_user(), sizes, r.exec_path)
-    cells = r.run_dir / "cells" / a.name
-    tasks = {t.id: t for t in r.plan.suite.tasks}
-    with Sandbox(r.engine, spec) as box:
+        lock = ImageLock.load(r.settings.images_lock)
+        spec = for_arm(lock, a.spec, r.run_id, work, default_user(), sizes, r.exec_path)
+        box = exits.enter_context(Sandbox(r.engine, spec))
         try:
             box.verify(r.run_dir / "guards" / a.name)
         except GuardViolation as exc:
             logger.error("arm_refused", arm=a.name, why=exc.why)
-            return {"refused": exc.why}
-        if a.spec.setup is not None:
-            setup = cells / SETUP_CELL
-            if not _done(setup):
-                rec = box.exec(list(a.spec.setup.argv), _fresh(setup),
-                               timeout_s=a.spec.setup.timeout_s)
-                r.progress(a.name, SETUP_CELL, rec.outcome)
-                _stop_if_lost(r, a, rec)
-        for task_id, rep in a.cells:
-            if r.stop.is_set():
-                raise KeyboardInterrupt
-            cell = cells / task_id / str(rep)
-            if _done(cell):
-                continue
-            task = tasks[task_id]
-            rec = box.exec(a.spec.render(task.kind, task.values), _fresh(cell),
-                           timeout_s=r.plan.suite.timeout_s)
-            r.progress(a.name, f"{task_id}/{rep}", rec.outcome)
+            exits.close()
+            return _Prepared(a, work, None, None, exc.why, exits)
+    except BaseException:
+        exits.close()
+        raise
+    return _Prepared(a, work, before, box, None, exits)
+
+
+def _run_arm(r: _Run, p: _Prepared) -> dict[str, Any]:
+    """One prepared arm: set-up and every cell; then, with every process of the arm's gone
+    and its cells made durable at once, what it wrote is disclosed. Its file systems are
+    unmounted on the way out, whatever happened."""
+    with p.exits:
+        if p.refused is not None:
+            return {"refused": p.refused}
+        assert p.box is not None and p.before is not None
+        _run_cells(r, p.arm, p.box)
+        p.box.remove()
+        sync_filesystem(r.run_dir)
+        summary = {"state_bytes": _disclose_state(r, p.arm, p.work, p.before)}
+        _save_pin_lines(r, p.arm)
+    return summary
+
+
+def _run_cells(r: _Run, a: ArmPlan, box: Sandbox) -> None:
+    """The arm's set-up and every cell not yet recorded, each written without an fsync of
+    its own (the arm's end syncs them all; a resume re-runs a cell whose streams were lost)."""
+    cells = r.run_dir / "cells" / a.name
+    tasks = {t.id: t for t in r.plan.suite.tasks}
+    if a.spec.setup is not None:
+        setup = cells / SETUP_CELL
+        if not _done(setup):
+            rec = box.exec(list(a.spec.setup.argv), _fresh(setup),
+                           timeout_s=a.spec.setup.timeout_s, durable=False)
+            r.progress(a.name, SETUP_CELL, rec.outcome)
             _stop_if_lost(r, a, rec)
-    return {}
+    for task_id, rep in a.cells:
+        if r.stop.is_set():
+            raise KeyboardInterrupt
+        cell = cells / task_id / str(rep)
+        if _done(cell):
+            continue
+        task = tasks[task_id]
+        rec = box.exec(a.spec.render(task.kind, task.values), _fresh(cell),
+                       timeout_s=r.plan.suite.timeout_s, durable=False)
+        r.progress(a.name, f"{task_id}/{rep}", rec.outcome)
+        _stop_if_lost(r, a, rec)
 
 
 def _disclose_state(r: _Run, a: ArmPlan, work: Path, before: corpus.Snapshot) -> int:

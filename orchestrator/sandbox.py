@@ -173,10 +173,11 @@ class Sandbox:
     # -- exec -----------------------------------------------------------------------------
 
     def exec(self, argv: list[str], cell_dir: Path, *, timeout_s: float = 600,
-             grace_s: float = 2.0, cap_bytes: int = 64 * MIB, workdir: str | None = None
-             ) -> ExecRecord:
+             grace_s: float = 2.0, cap_bytes: int = 64 * MIB, workdir: str | None = None,
+             durable: bool = True) -> ExecRecord:
         """Run `argv` under the timing helper; stream stdout and stderr to `cell_dir` and
-        write its record last, atomically."""
+        write its record last, atomically. `durable=False` leaves the fsyncs to the caller's
+        next `fsutil.sync_filesystem` (a run batches them; see transcripts)."""
         cell_dir.mkdir(parents=True, exist_ok=True)
         helper_argv = [HELPER, "run", "--sweep", "--timeout-ms", str(int(timeout_s * 1000)),
                        "--grace-ms", str(int(grace_s * 1000)), "--cap-bytes", str(cap_bytes),
@@ -190,7 +191,8 @@ class Sandbox:
                     timeout_s=timeout_s + grace_s + HOST_MARGIN_S)
                 for fh in (out, err):
                     fh.flush()
-                    os.fsync(fh.fileno())
+                    if durable:
+                        os.fsync(fh.fileno())
             except BaseException:
                 Path(out.name).unlink(missing_ok=True)
                 Path(err.name).unlink(missing_ok=True)
@@ -233,7 +235,7 @@ class Sandbox:
                     "errors": decoded.helper_errors, "protocol_error": decoded.protocol_error,
                     "stderr_tail": meta["helper_stderr"]},
             outcome=outcome, flags=flags, exec_path=self.spec.exec_path)
-        write_record(cell_dir, record)
+        write_record(cell_dir, record, durable=durable)
         return record
 
     def _exec_stream(self, argv: list[str], stdout_sink: Any, stderr_sink: Any, cap: int,

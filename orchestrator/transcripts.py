@@ -1,9 +1,12 @@
 """The on-disk record of one exec: the source of truth every later stage reads.
 
 A cell directory holds `stdout`, `stderr` (verbatim bytes, capped) and `record.json`, which
-is written last and atomically: an exec counts as done only when its record exists. The
-record is written by the orchestrator on the host, outside every mount a container can
-write to. Its schema is `orchestrator/schemas/exec-record.schema.json`.
+is written last and atomically: an exec counts as done only when its record exists and the
+streams beside it are the ones it describes (size and sha256). A run writes its cells without
+an fsync each and makes them durable in batches (`fsutil.sync_filesystem`); after a crash
+between two batches, a record whose streams did not reach the disk is not counted as done, and
+a resume runs its cell again. The record is written by the orchestrator on the host, outside
+every mount a container can write to. Its schema is `orchestrator/schemas/exec-record.schema.json`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.fsutil import atomic_write_json, read_json
+from orchestrator.fsutil import atomic_write_json, read_json, sha256_file
 from orchestrator.values import check_schema
 
 SCHEMA = "sandbench.exec-record/1"
@@ -78,10 +81,22 @@ class ExecRecord:
         return cls(**values)
 
 
-def write_record(cell_dir: Path, record: ExecRecord) -> Path:
+def write_record(cell_dir: Path, record: ExecRecord, *, durable: bool = True) -> Path:
     path = cell_dir / RECORD_NAME
-    atomic_write_json(path, record.to_json())
+    atomic_write_json(path, record.to_json(), durable=durable)
     return path
+
+
+def streams_intact(cell_dir: Path, record: ExecRecord) -> bool:
+    """Whether the cell's stdout and stderr are exactly what its record says was kept."""
+    for info in (record.stdout, record.stderr):
+        path = cell_dir / info.path
+        try:
+            if path.stat().st_size != info.bytes_kept or sha256_file(path) != info.sha256:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def read_record(path: Path) -> ExecRecord:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import cleanup, corpus, images, parsers, run, suite, workfs
+from orchestrator import cleanup, corpus, images, parsers, run, suite, transcripts, workfs
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings
 
@@ -58,6 +58,20 @@ def test_every_planned_cell_has_exactly_one_record(demo_run: tuple[Settings, Pat
         assert (run_dir / "arms" / arm.name / "state.json").is_file()
         assert json.loads((run_dir / "guards" / arm.name / "verdict.json").read_text())
     assert {a.name for a in plan.available} == set(SHIPPED)
+
+
+def test_every_sandbox_is_verified_before_any_measured_command(
+        demo_run: tuple[Settings, Path]) -> None:
+    """No container start, corpus copy or guard probe runs beside a measured tool: every
+    arm's sandbox is made before the first cell of any arm starts."""
+    settings, run_dir = demo_run
+    events = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
+    verified = {e["arm"]: e["timestamp"] for e in events if e["event"] == "guards_verified"}
+    arms = {a.name for a in run.plan(settings, "demo").available}
+    assert set(verified) == arms
+    first_cell = min(json.loads(p.read_text())["started_at"]
+                     for p in (run_dir / "cells").rglob("record.json"))
+    assert max(verified.values()) < first_cell, (verified, first_cell)
 
 
 def test_each_arm_finds_expected_files_for_every_kind_it_attempts(
@@ -123,6 +137,10 @@ def test_a_killed_run_resumes_with_every_cell_exactly_once(engine: Engine, bench
     proc.wait()
     assert len(records) >= 6, proc.stderr.read().decode()[-2000:]
     (run_dir,) = settings.runs_dir.iterdir()
+    # As a crash between two syncs can leave it: a record whose stdout is not what it says.
+    torn = records[0].parent
+    torn_at = json.loads(records[0].read_text())["started_at"]
+    (torn / "stdout").write_bytes(b"lost\n")
     result = subprocess.run([*cmd, "--resume", str(run_dir)], env=env, capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -130,6 +148,8 @@ def test_a_killed_run_resumes_with_every_cell_exactly_once(engine: Engine, bench
     recorded = sorted((run_dir / "cells" / "rg").glob("*/*/record.json"))
     assert len(recorded) == len(rg.cells)
     assert not list((run_dir / "cells").rglob(".std*"))
+    rerun = transcripts.read_record(torn / "record.json")
+    assert rerun.started_at != torn_at and transcripts.streams_intact(torn, rerun)
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "complete" and len(meta["resumes"]) == 1
     assert cleanup.find(engine, run_id=meta["run_id"]) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -108,3 +109,34 @@ def test_a_sweep_before_the_tool_flags_the_cell_not_the_tool() -> None:
     exit_schema = schema["properties"]["exit"]
     assert "stray_swept" in exit_schema["properties"]
     assert "stray_swept" not in exit_schema["required"]
+
+
+def test_a_cell_counts_only_with_the_streams_its_record_describes(tmp_path: Path) -> None:
+    """Cells are written without an fsync each: after a crash a record can outlive the
+    streams it describes, and such a cell must not count as done."""
+    import hashlib
+    out = b"a.py\n"
+    record = dataclasses.replace(
+        _record(), stdout=transcripts.StreamInfo("stdout", 5, 5, False,
+                                                 hashlib.sha256(out).hexdigest()),
+        stderr=transcripts.StreamInfo("stderr", 0, 0, False, hashlib.sha256(b"").hexdigest()))
+    transcripts.write_record(tmp_path, record, durable=False)
+    (tmp_path / "stdout").write_bytes(out)
+    (tmp_path / "stderr").write_bytes(b"")
+    assert transcripts.streams_intact(tmp_path, record)
+    (tmp_path / "stdout").write_bytes(b"")  # written back as empty: data lost, size differs
+    assert not transcripts.streams_intact(tmp_path, record)
+    (tmp_path / "stdout").write_bytes(b"b.py\n")  # same size, other bytes
+    assert not transcripts.streams_intact(tmp_path, record)
+    (tmp_path / "stdout").unlink()
+    assert not transcripts.streams_intact(tmp_path, record)
+
+
+def test_a_batch_of_writes_is_made_durable_by_one_sync(tmp_path: Path) -> None:
+    from orchestrator import fsutil
+    fsutil.atomic_write_json(tmp_path / "a.json", {"n": 1}, durable=False)
+    assert json.loads((tmp_path / "a.json").read_text()) == {"n": 1}
+    assert not list(tmp_path.glob(".a.json.*"))  # renamed into place, no temp file left
+    fsutil.sync_filesystem(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        fsutil.sync_filesystem(tmp_path / "absent")
