@@ -181,6 +181,14 @@ def figures(results: Results) -> list[Figure]:
         Figure("demo suite wall, `--jobs 2`", suite("2", "s", "run_wall_s"), "`--jobs 1`",
                suite("1", "s", "run_wall_s")),
     ]
+    rows += [
+        Figure("demo suite `--jobs 1`: before the first measured command (every arm's sandbox "
+               "made and verified)", suite("1", "s", "before_first_command_s"), "its wall",
+               suite("1", "s", "run_wall_s")),
+        Figure("demo suite `--jobs 1`: from one cell's end to the next one's start, median",
+               suite("1", "ms", "between_cells_median_ms"), resident_overhead,
+               sandbox("resident_overhead_median_ms")),
+    ]
     for jobs in ("1", "2"):
         rows += [
             Figure(f"demo suite `--jobs {jobs}`: orchestration per cell (wall minus tools' "

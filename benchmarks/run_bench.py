@@ -3,7 +3,9 @@ once with `--jobs 1` and once with `--jobs 2`, on this host.
 
 Reports, for each, the run's wall time beside the tools' own time (the in-container wall of
 every exec, the index builds included) and the orchestration per cell: the run's wall minus
-the tools' time, per cell, and the median host bracket minus in-container wall of one exec.
+the tools' time, per cell, and the median host bracket minus in-container wall of one exec;
+and, to say where orchestration goes, the time before the first measured command (every arm's
+sandbox made) and the median time between one cell's end and the next one's start.
 With two arms at a time the tools' times overlap, so wall minus tools' time is what the
 parallel run adds or saves against the serial sum, and may be negative. The ratio of the two
 walls is the figure `--jobs 2` is for. Needs the images built and the demo corpus fetched
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,7 @@ JOBS = (1, 2)
 
 def timed_run(engine: Engine, settings: Settings, jobs: int) -> dict[str, Any]:
     """One run of the demo suite and what its records say about where the time went."""
+    began_at = datetime.now(UTC)
     began = time.monotonic()
     run_dir = run.execute(engine, settings, "demo", jobs=jobs)
     total = time.monotonic() - began
@@ -38,6 +42,7 @@ def timed_run(engine: Engine, settings: Settings, jobs: int) -> dict[str, Any]:
     setups = [json.loads(p.read_text()) for p in cells.glob("*/_setup/record.json")]
     tool_s = sum(r["timing"]["wall_ns"] for r in records + setups) / 1e9
     overhead = [r["timing"]["host_bracket_ns"] - r["timing"]["wall_ns"] for r in records]
+    first_command = min(_started(r) for r in records + setups)
     return {
         "run_dir": str(run_dir), "jobs": jobs, "cells": len(records),
         "arms": sorted({r["arm"] for r in records}),
@@ -45,7 +50,24 @@ def timed_run(engine: Engine, settings: Settings, jobs: int) -> dict[str, Any]:
         "orchestration_s": round(total - tool_s, 2),
         "overhead_per_cell_median_ms": round(statistics.median(overhead) / 1e6, 1),
         "orchestration_per_cell_ms": round((total - tool_s) / len(records) * 1000, 1),
+        "before_first_command_s": round((first_command - began_at).total_seconds(), 2),
+        "between_cells_median_ms": round(statistics.median(_gaps(records + setups)) * 1000, 2),
     }
+
+
+def _started(record: dict[str, Any]) -> datetime:
+    return datetime.strptime(record["started_at"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def _gaps(records: list[dict[str, Any]]) -> list[float]:
+    """Seconds from the end of one exec's host bracket to the start of the arm's next: what
+    the orchestrator spends per cell outside the call (transcript files, record, progress)."""
+    gaps = []
+    for arm in {r["arm"] for r in records}:
+        mine = sorted((r for r in records if r["arm"] == arm), key=_started)
+        gaps += [(_started(b) - _started(a)).total_seconds()
+                 - a["timing"]["host_bracket_ns"] / 1e9 for a, b in zip(mine, mine[1:])]
+    return gaps
 
 
 def main() -> None:

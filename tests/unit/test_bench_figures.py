@@ -20,7 +20,8 @@ def _per_corpus(files: int, wall: float) -> dict[str, Any]:
 
 def _run(jobs: int, wall: float) -> dict[str, Any]:
     return {"jobs": jobs, "cells": 192, "run_wall_s": wall, "tool_wall_s": 30.0,
-            "orchestration_per_cell_ms": 50.0, "overhead_per_cell_median_ms": 45.0}
+            "orchestration_per_cell_ms": 50.0, "overhead_per_cell_median_ms": 45.0,
+            "before_first_command_s": 1.5, "between_cells_median_ms": 1.2}
 
 
 OUTPUTS = {
