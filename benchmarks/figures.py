@@ -189,15 +189,14 @@ def figures(results: Results) -> list[Figure]:
                suite("1", "ms", "between_cells_median_ms"), resident_overhead,
                sandbox("resident_overhead_median_ms")),
     ]
-    for jobs in ("1", "2"):
-        rows += [
-            Figure(f"demo suite `--jobs {jobs}`: orchestration per cell (wall minus tools' "
-                   "time)", suite(jobs, "ms", "orchestration_per_cell_ms"), resident_overhead,
-                   sandbox("resident_overhead_median_ms")),
-            Figure(f"demo suite `--jobs {jobs}`: path overhead per cell (bracket minus wall)",
-                   suite(jobs, "ms", "overhead_per_cell_median_ms"), resident_overhead,
-                   sandbox("resident_overhead_median_ms")),
-        ]
+    # Orchestration per cell is wall minus the tools' time: with `--jobs 2` two arms' tools
+    # run at once, their times add up past the wall, and the difference means nothing.
+    rows.append(Figure("demo suite `--jobs 1`: orchestration per cell (wall minus tools' time)",
+                       suite("1", "ms", "orchestration_per_cell_ms"), resident_overhead,
+                       sandbox("resident_overhead_median_ms")))
+    rows += [Figure(f"demo suite `--jobs {jobs}`: path overhead per cell (bracket minus wall)",
+                    suite(jobs, "ms", "overhead_per_cell_median_ms"), resident_overhead,
+                    sandbox("resident_overhead_median_ms")) for jobs in ("1", "2")]
     return rows
 
 

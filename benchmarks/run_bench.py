@@ -36,23 +36,35 @@ def timed_run(engine: Engine, settings: Settings, jobs: int) -> dict[str, Any]:
     began_at = datetime.now(UTC)
     began = time.monotonic()
     run_dir = run.execute(engine, settings, "demo", jobs=jobs)
-    total = time.monotonic() - began
-    cells = Path(run_dir, "cells")
-    records = [json.loads(p.read_text()) for p in cells.glob("*/*/*/record.json")]
-    setups = [json.loads(p.read_text()) for p in cells.glob("*/_setup/record.json")]
-    tool_s = sum(r["timing"]["wall_ns"] for r in records + setups) / 1e9
-    overhead = [r["timing"]["host_bracket_ns"] - r["timing"]["wall_ns"] for r in records]
-    first_command = min(_started(r) for r in records + setups)
+    return where_time_went(Path(run_dir), time.monotonic() - began, began_at, jobs)
+
+
+def where_time_went(run_dir: Path, total: float, began_at: datetime,
+                    jobs: int) -> dict[str, Any]:
+    """A finished run's wall (`total` seconds from `began_at`) set against its records."""
+    paths = sorted((run_dir / "cells").rglob("record.json"))
+    # One record per command the helper ran (set-ups, cells, MCP sessions); an MCP arm's
+    # per-call records are derived from its session's and carry `mcp`: counted as cells, but
+    # their time is the session's, counted once.
+    execs = [r for r in map(_read, paths) if not r.get("mcp")]
+    answered = sum(1 for p in paths if p.parent.name.isdigit())
+    tool_s = sum(r["timing"]["wall_ns"] for r in execs) / 1e9
+    overhead = [r["timing"]["host_bracket_ns"] - r["timing"]["wall_ns"] for r in execs]
+    first_command = min(_started(r) for r in execs)
     return {
-        "run_dir": str(run_dir), "jobs": jobs, "cells": len(records),
-        "arms": sorted({r["arm"] for r in records}),
+        "run_dir": str(run_dir), "jobs": jobs, "cells": answered,
+        "arms": sorted({r["arm"] for r in execs}),
         "run_wall_s": round(total, 2), "tool_wall_s": round(tool_s, 2),
         "orchestration_s": round(total - tool_s, 2),
         "overhead_per_cell_median_ms": round(statistics.median(overhead) / 1e6, 1),
-        "orchestration_per_cell_ms": round((total - tool_s) / len(records) * 1000, 1),
+        "orchestration_per_cell_ms": round((total - tool_s) / answered * 1000, 1),
         "before_first_command_s": round((first_command - began_at).total_seconds(), 2),
-        "between_cells_median_ms": round(statistics.median(_gaps(records + setups)) * 1000, 2),
+        "between_cells_median_ms": round(statistics.median(_gaps(execs)) * 1000, 2),
     }
+
+
+def _read(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
 
 
 def _started(record: dict[str, Any]) -> datetime:

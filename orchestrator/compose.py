@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from orchestrator import arms, images, suite
+from orchestrator import arms, images, mcp, suite
 from orchestrator.errors import SandbenchError
 from orchestrator.fsutil import atomic_write_text
 from orchestrator.sandbox_spec import HELPER, HelperFile, Mount, SandboxSpec, default_user
@@ -30,6 +30,9 @@ HEADER = """\
 # (Compose v2 spells it `cgroup: private`), so it is recorded as x-sandbench-cgroupns.
 # The timing helper is the host's static build (bench/helper/, sha256 in the image lock),
 # mounted read-only at {helper}: PID 1 and every exec run it, never an image's copy.
+# An MCP arm's service says how its server is spoken to (x-sandbench-mcp): each session is one
+# exec of {client} --plan JSON (server, protocol version, calls), under the helper like any
+# command.
 """
 
 
@@ -104,7 +107,12 @@ def render(settings: Settings, suite_name: str) -> str:
                            user="", env=arm.env, helper=HelperFile(Path("/"), ""),
                            mounts=mounts, limits=arm.limits, workdir="/corpus")
         services[arm.name] = _service(spec, arm.name)
-    return HEADER.format(suite=suite_name, helper=HELPER) + _yaml({"services": services}) + "\n"
+        if arm.mcp is not None:
+            services[arm.name]["x-sandbench-mcp"] = {
+                "client": mcp.CLIENT, **arm.mcp.to_json(),
+                "calls": {kind: call.to_json() for kind, call in sorted(arm.calls.items())}}
+    return (HEADER.format(suite=suite_name, helper=HELPER, client=mcp.CLIENT)
+            + _yaml({"services": services}) + "\n")
 
 
 def env_file(settings: Settings, suite_name: str, work: Path | None) -> str:

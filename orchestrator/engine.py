@@ -21,8 +21,10 @@ from typing import IO, Any, TypeVar
 
 import docker
 import docker.errors
+import docker.tls
 import requests.exceptions
 import tenacity
+import urllib3.exceptions
 
 from orchestrator.errors import ContainerFailed, EngineError, EngineNotFound
 from orchestrator.labels import LABEL_CREATE
@@ -70,7 +72,10 @@ def _translate(what: str, exc: BaseException) -> EngineError:
                        fix="check that the engine is running (docker info)")
 
 
-_ENGINE_FAILURES = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
+# urllib3's own errors reach a caller reading a stream the engine cut off (a build's, a
+# load's): requests wraps them only while it makes the call.
+_ENGINE_FAILURES = (docker.errors.DockerException, requests.exceptions.RequestException,
+                    urllib3.exceptions.HTTPError, OSError)
 
 
 class ExecStream:
@@ -151,26 +156,45 @@ class AttachChannel:
                 pass
 
 
+def tls_config() -> docker.tls.TLSConfig | None:
+    """Docker's own convention for a TLS engine: DOCKER_TLS_VERIFY set, the CA, client
+    certificate and key in DOCKER_CERT_PATH (default ~/.docker); None when it is not set."""
+    if not os.environ.get("DOCKER_TLS_VERIFY"):
+        return None
+    certs = Path(os.environ.get("DOCKER_CERT_PATH") or Path.home() / ".docker")
+    return docker.tls.TLSConfig(client_cert=(str(certs / "cert.pem"), str(certs / "key.pem")),
+                                ca_cert=str(certs / "ca.pem"), verify=True)
+
+
 class Engine:
     """A connected engine. The SDK's clients are private to this class."""
 
-    def __init__(self, client: docker.DockerClient) -> None:
+    def __init__(self, client: docker.DockerClient, address: str | None = None,
+                 tls: docker.tls.TLSConfig | None = None) -> None:
         self._client = client
         self._api: docker.APIClient = client.api
+        self.address = address or engine_address()
+        self._tls = tls
 
     @classmethod
-    def connect(cls, timeout_s: int = DEFAULT_TIMEOUT_S) -> Engine:
+    def connect(cls, timeout_s: int = DEFAULT_TIMEOUT_S, address: str | None = None) -> Engine:
+        """The engine at `address` (a URL the SDK accepts; DOCKER_HOST's, else the local
+        socket, when None). A tcp:// address uses TLS when DOCKER_TLS_VERIFY says so; whether
+        a plain one may be used at all is decided before (orchestrator/engines.py)."""
+        address = address or engine_address()
+        tls = tls_config() if address.startswith("tcp://") else None
         try:
-            client = docker.DockerClient(base_url=engine_address(), timeout=timeout_s,
-                                         version="auto")
+            client = docker.DockerClient(base_url=address, timeout=timeout_s, version="auto",
+                                         tls=tls or False,
+                                         use_ssh_client=address.startswith("ssh://"))
             retry_policy()(client.ping)
         except _ENGINE_FAILURES as exc:
             raise EngineError(
-                f"no Docker engine answers at {engine_address()}",
+                f"no Docker engine answers at {address}",
                 why=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
                 fix="start one (scripts/ensure-docker installs Debian's docker.io and "
                     "starts dockerd when run as root), or set DOCKER_HOST") from exc
-        return cls(client)
+        return cls(client, address, tls)
 
     def _call(self, what: str, fn: Callable[..., T], *args: Any, retry: bool = True,
               **kwargs: Any) -> T:
@@ -185,8 +209,9 @@ class Engine:
 
     def _stream_client(self, timeout_s: float | None) -> docker.APIClient:
         """A low-level client whose socket timeout fits one long exec or build stream."""
-        return docker.APIClient(base_url=engine_address(), version=self._api.api_version,
-                                timeout=timeout_s)
+        return docker.APIClient(base_url=self.address, version=self._api.api_version,
+                                timeout=timeout_s, tls=self._tls or False,
+                                use_ssh_client=self.address.startswith("ssh://"))
 
     # -- the engine itself ------------------------------------------------------------------
 

@@ -5,3 +5,9 @@ them should have to import another for it."""
 from __future__ import annotations
 
 KINDS = ("locate", "references", "impact", "e2e-retrieval")
+# The Rust edges family (the methodology's "Rust edges"): the arm prints its call graph
+# (call-edges) or its test-to-function edges (test-edges) for the whole corpus, graded against
+# the oracle's references, not against files. An arm declares them only for a suite that has
+# such tasks, so every other suite's arms and tables are unchanged.
+EDGE_KINDS = ("call-edges", "test-edges")
+ALL_KINDS = (*KINDS, *EDGE_KINDS)

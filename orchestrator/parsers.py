@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from orchestrator.errors import InputError
-from orchestrator.kinds import KINDS
+from orchestrator.kinds import ALL_KINDS, EDGE_KINDS
 
 CALL_MARKER = b"sandbench-call:"
 CORPUS_PREFIX = "/corpus/"
@@ -51,9 +51,22 @@ class Row:
 
 
 @dataclass(frozen=True)
+class Edge:
+    """One edge of a tool's graph (the edge kinds): its site, and the definition it goes from
+    and to, each as (repo-relative file or None when the tool names none, name). A call edge
+    goes from the caller to the callee; a test edge from the test to the function it calls."""
+
+    path: str
+    line: int
+    source: tuple[str | None, str]
+    target: tuple[str | None, str]
+
+
+@dataclass(frozen=True)
 class Parsed:
     rows: tuple[Row, ...]   # in the tool's order (ranked order for locate/e2e-retrieval)
     calls: int              # tool calls: count of 'sandbench-call:' lines on stderr, else 1
+    edges: tuple[Edge, ...] = ()  # the edge kinds: every edge the tool printed, in its order
 
 
 class OutputParser(Protocol):
@@ -92,8 +105,8 @@ def repo_path(raw: str, parser: str) -> str:
 
 
 def _check_kind(kind: str) -> None:
-    if kind not in KINDS:
-        raise ValueError(f"unknown task kind {kind!r}; known: {', '.join(KINDS)}")
+    if kind not in ALL_KINDS:
+        raise ValueError(f"unknown task kind {kind!r}; known: {', '.join(ALL_KINDS)}")
 
 
 def _reason(text: object) -> str | None:
@@ -237,6 +250,11 @@ class CodeReviewGraphParser:
 
     def parse(self, stdout: bytes, stderr: bytes, kind: str) -> Parsed:
         _check_kind(kind)
+        if kind in EDGE_KINDS:
+            edges = tuple(self._graph_edge(doc, kind)
+                          for doc in _json_values(decode(stdout), self.name))
+            return Parsed(tuple(Row(e.path, e.line, e.target[1]) for e in edges),
+                          count_calls(stderr), edges)
         rows: list[Row] = []
         for doc in _json_values(decode(stdout), self.name):
             _require(isinstance(doc, dict), self.name, "a JSON object per answer", doc)
@@ -252,6 +270,32 @@ class CodeReviewGraphParser:
             else:
                 rows += self._search(doc)
         return Parsed(tuple(rows), count_calls(stderr))
+
+    def _node(self, qualified: object) -> tuple[str | None, str]:
+        """A graph node's (file, name): `/corpus/FILE::Type.name` or `/corpus/FILE::name`
+        (the graph names nodes by absolute path), or the call's text the tool did not
+        resolve to a node (`helper`, `Box::new`, `mem::take`): no file, its last segment."""
+        _require(isinstance(qualified, str) and qualified, self.name,
+                 "a node's qualified name", qualified)
+        assert isinstance(qualified, str)
+        file, sep, rest = qualified.partition("::")
+        if not sep or not file.startswith("/"):
+            return None, qualified.rsplit("::", 1)[-1].rsplit(".", 1)[-1]
+        return repo_path(file, self.name), rest.rsplit(".", 1)[-1]
+
+    def _graph_edge(self, doc: Any, kind: str) -> Edge:
+        """One line of crg-edges: a CALLS edge (caller -> callee) for call-edges, a
+        TESTED_BY edge (stored callee -> test, turned round to test -> callee) for
+        test-edges."""
+        want = {"call-edges": "CALLS", "test-edges": "TESTED_BY"}[kind]
+        _require(isinstance(doc, dict) and doc.get("kind") == want, self.name,
+                 f"a {want} edge object", doc)
+        _require(isinstance(doc.get("file"), str), self.name, "an edge with a `file`", doc)
+        line = _line(doc.get("line"), self.name)
+        source, target = self._node(doc.get("source")), self._node(doc.get("target"))
+        if kind == "test-edges":
+            source, target = target, source
+        return Edge(repo_path(doc["file"], self.name), line, source, target)
 
     def _list(self, doc: dict[str, Any], key: str, shape: str) -> list[Any]:
         value = doc.get(key)
@@ -393,10 +437,102 @@ class DevscoutParser:
         return rows
 
 
+# -- code-index-mcp -----------------------------------------------------------------------------
+
+class CodeIndexMcpParser:
+    """code-index-mcp's `search_code_advanced` answer, the text content of its tools/call
+    result: one JSON object whose ``results`` list holds ``{file, line, text}`` matches (the
+    search tool's order), beside ``pagination``. Each match is a row: ``file``, ``line``
+    (1-based), ``text`` as reason. A tool error reaches the record as ``mcp-tool-error`` (the
+    server answers isError), never here; any other shape is a ParseError."""
+
+    name = "code-index-mcp"
+
+    def parse(self, stdout: bytes, stderr: bytes, kind: str) -> Parsed:
+        _check_kind(kind)
+        rows: list[Row] = []
+        for doc in _json_values(decode(stdout), self.name):
+            _require(isinstance(doc, dict) and isinstance(doc.get("results"), list),
+                     self.name, "an object with a `results` list", doc)
+            for match in doc["results"]:
+                _require(isinstance(match, dict) and isinstance(match.get("file"), str),
+                         self.name, "a match with a string `file`", match)
+                rows.append(Row(repo_path(match["file"], self.name),
+                                _line(match.get("line"), self.name), _reason(match.get("text"))))
+        return Parsed(tuple(rows), count_calls(stderr))
+
+
+# -- serena -------------------------------------------------------------------------------------
+
+_SERENA_MATCH = re.compile(r"  >\s*(?P<line>[0-9]+):(?P<text>.*)")
+_SERENA_NO_CONTEXT = "References without surrounding lines:\n"
+_SERENA_COUNTS = "Reference counts per file:\n"
+
+
+class SerenaParser:
+    """serena's `find_referencing_symbols` answer, the text content of its tools/call result.
+
+    Its full form is one JSON object grouped as path -> symbol kind -> referencing symbols;
+    each item names the symbol that contains the reference and its ``content_around_reference``,
+    the referencing line marked ``  >`` with its 0-based number (``  >  25:    code``), one line
+    of context either side. Each item is a row: the path, the marked line (made 1-based), its
+    text as reason. When the answer would pass serena's ``max_answer_chars`` it shortens it,
+    least first: "References without surrounding lines:" and the same grouping whose items
+    carry a 0-based ``reference_line``, then "Reference counts per file:" and a path -> count
+    object (rows with no line), then "Found N references." (no path at all: a ParseError, as
+    is any other shape). Empty output is an empty answer. A tool error reaches the record as
+    ``mcp-tool-error``, never here."""
+
+    name = "serena"
+
+    def parse(self, stdout: bytes, stderr: bytes, kind: str) -> Parsed:
+        _check_kind(kind)
+        text = decode(stdout)
+        if not text.strip():
+            return Parsed((), count_calls(stderr))
+        if text.startswith(_SERENA_COUNTS):
+            rows = [Row(repo_path(path, self.name), None, None)
+                    for path in self._document(text[len(_SERENA_COUNTS):])]
+            return Parsed(tuple(rows), count_calls(stderr))
+        short = text.startswith(_SERENA_NO_CONTEXT)
+        doc = self._document(text[len(_SERENA_NO_CONTEXT):] if short else text)
+        rows = []
+        for path, by_kind in doc.items():
+            _require(isinstance(by_kind, dict), self.name,
+                     "symbol kinds mapped to referencing symbols", by_kind)
+            for items in by_kind.values():
+                _require(isinstance(items, list), self.name, "a list of referencing symbols",
+                         items)
+                for item in items:
+                    rows.append(self._row(repo_path(path, self.name), item, short))
+        return Parsed(tuple(rows), count_calls(stderr))
+
+    def _document(self, text: str) -> dict[str, Any]:
+        docs = list(_json_values(text, self.name))
+        _require(len(docs) == 1 and isinstance(docs[0], dict), self.name,
+                 "one JSON object keyed by path", text)
+        return docs[0]
+
+    def _row(self, path: str, item: object, short: bool) -> Row:
+        _require(isinstance(item, dict), self.name, "a referencing symbol (an object)", item)
+        assert isinstance(item, dict)
+        if short:
+            return Row(path, _line(item.get("reference_line"), self.name, zero_based=True),
+                       _reason(item.get("name_path")))
+        around = item.get("content_around_reference")
+        _require(isinstance(around, str), self.name, "a string `content_around_reference`",
+                 item)
+        marked = [m for m in map(_SERENA_MATCH.fullmatch, around.split("\n")) if m]
+        _require(len(marked) == 1, self.name, "exactly one line marked `  >`", around)
+        return Row(path, _line(int(marked[0]["line"]), self.name, zero_based=True),
+                   _reason(marked[0]["text"]))
+
+
 # -- the registry -------------------------------------------------------------------------------
 
 PARSERS: dict[str, OutputParser] = {p.name: p for p in (
-    RgParser(), AstGrepParser(), CodeReviewGraphParser(), DevscoutParser())}
+    RgParser(), AstGrepParser(), CodeReviewGraphParser(), DevscoutParser(),
+    CodeIndexMcpParser(), SerenaParser())}
 
 
 def get_parser(name: str) -> OutputParser:
@@ -409,6 +545,7 @@ def get_parser(name: str) -> OutputParser:
                          known=sorted(PARSERS)) from None
 
 
-__all__ = ["PARSERS", "AstGrepParser", "CodeReviewGraphParser", "DevscoutParser",
-           "OutputParser", "ParseError", "Parsed", "RgParser", "Row", "count_calls",
+__all__ = ["PARSERS", "AstGrepParser", "CodeIndexMcpParser", "CodeReviewGraphParser",
+           "DevscoutParser", "OutputParser", "ParseError", "Parsed", "RgParser", "Row",
+           "SerenaParser", "count_calls",
            "get_parser", "repo_path"]

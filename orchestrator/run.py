@@ -35,8 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator import (__version__, arms, cleanup, corpus, images, log, pinlines, rundir,
-                          suite, workfs)
+from orchestrator import (__version__, arms, cleanup, corpus, engines, images, log, mcp,
+                          pinlines, rundir, suite, workfs)
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.fsutil import (atomic_write_json, atomic_write_text, read_json, sha256_file,
@@ -96,6 +96,17 @@ def plan(settings: Settings, suite_name: str, only: list[str] | None = None,
                              fix=f"the suite's arms: {', '.join(names)}")
         names = [n for n in names if n in only]
     specs = arms.load_arms(settings.arms_dir, names)
+    if oracles := [s for s in specs if s.kind == "oracle"]:
+        raise InputError.bad_value(the_suite.path / "suite.toml", "arms",
+                                   "arms that answer tasks (an oracle is named in [oracle] and "
+                                   "run by sandbench truth build)", oracles[0].name)
+    for task in the_suite.tasks:
+        for spec in specs:
+            if task.kind not in spec.tasks and task.kind not in spec.not_attempted:
+                raise InputError.bad_value(spec.path, f"tasks.{task.kind}",
+                                           "an argv, or a [not_attempted." + task.kind + "] "
+                                           f"entry (suite {suite_name!r} has {task.kind} "
+                                           "tasks)", None)
     recipes = images.load_recipes(settings.images_dir)
     lock = ImageLock.load(settings.images_lock)
     checks = {c.name: c for c in images.verify(engine, settings)} if engine else {}
@@ -144,6 +155,12 @@ class _Run:
     corpus_bytes: int  # what a copy of the pristine corpus takes on an arm's file system
     exec_path: str = RESIDENT  # one per run: every record of a run came the same way
     stop: threading.Event = field(default_factory=threading.Event)
+    # The run's engines by id, and the engine each arm runs on (engines.place).
+    members: dict[str, engines.Member] = field(default_factory=dict)
+    placement: dict[str, str] = field(default_factory=dict)
+
+    def member(self, arm: str) -> engines.Member:
+        return self.members[self.placement[arm]]
 
 
 def _host() -> dict[str, Any]:
@@ -173,6 +190,11 @@ def _new_run_json(r: _Run) -> dict[str, Any]:
     assert info is not None
     the_suite = r.plan.suite
     deviations = [f"arm {a.name} not run: {a.unavailable}" for a in r.plan.arms if a.unavailable]
+    deviations += [f"metric family {family} not attempted: {reason} ({source})"
+                   for family, (reason, source) in the_suite.families_not_attempted.items()]
+    if r.pin.status != "registered":
+        deviations.insert(0, f"corpus {r.pin.id} ({r.pin.repo} @ {r.pin.sha}) is a proposed "
+                             f"substitute, not a registered corpus: {r.pin.note}")
     return {
         "schema": RUN_SCHEMA, "run_id": r.run_id, "sandbench_version": __version__,
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
@@ -189,6 +211,7 @@ def _new_run_json(r: _Run) -> dict[str, Any]:
         "arms": {a.name: _arm_record(a, r.settings) for a in r.plan.arms},
         "engine": {"version": version.get("Version"), "api_version": version.get("ApiVersion"),
                    "kernel": version.get("KernelVersion"), "os": version.get("Os")},
+        "engines": {m.id: m.facts for m in r.members.values()},
         "host": _host(), "user": default_user(), "deviations": deviations, "resumes": [],
         "bench_root": str(r.settings.bench_root), "exec_path": r.exec_path,
     }
@@ -246,22 +269,54 @@ def _write_status(r: _Run, data: dict[str, Any]) -> None:
 
 def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path | None = None,
             jobs: int = 1, only: list[str] | None = None, progress: Progress | None = None,
-            exec_path: str | None = None) -> Path:
+            exec_path: str | None = None, members: list[engines.Member] | None = None,
+            on_refused: str = engines.STOP) -> Path:
     """Run (or resume) a suite; returns the run directory. `exec_path` (resident unless
-    given; a resume keeps the run's own) says how every command reaches its container."""
+    given; a resume keeps the run's own) says how every command reaches its container.
+    `members` (engines.connect) spreads the arms over several engines, each made ready
+    (images, pre-flight guards) before an arm runs there; without it every arm runs on
+    `engine`."""
     if exec_path is not None and exec_path not in EXEC_PATHS:
         raise InputError.bad_value("--exec-path", "--exec-path", f"one of {list(EXEC_PATHS)}",
                                    exec_path)
+    if on_refused not in engines.ON_REFUSED:
+        raise InputError.bad_value("--on-engine-refused", "--on-engine-refused",
+                                   f"one of {list(engines.ON_REFUSED)}", on_refused)
+    if members:
+        engine = members[0].engine
     the_plan = _startable_plan(engine, settings, suite_name, only)
     pin, pristine = _verified_corpus(settings, the_plan.suite)
     workfs.require_root(settings.runs_dir)
-    r, data = _open_run(engine, settings, the_plan, pin, pristine, resume, progress, exec_path)
+    r, data = _open_run(engine, settings, the_plan, pin, pristine, resume, progress, exec_path,
+                        members)
     with _status_on_failure(r, data):
+        _write_run_json(r, data)
+        if members:
+            _place_and_prepare(r, data, on_refused)
+        for a in the_plan.available:
+            data["arms"][a.name]["engine"] = r.placement[a.name]
         _write_run_json(r, data)
         for a, outcome in zip(the_plan.available, _run_arms(r, jobs), strict=True):
             data["arms"][a.name].update(outcome)
     _finish(r, data)
     return r.run_dir
+
+
+def _place_and_prepare(r: _Run, data: dict[str, Any], on_refused: str) -> None:
+    """Place the arms and make every engine that has some ready; an engine refused on the
+    way has its arms placed again on the others (or the run stops, as the user chose)."""
+    images_of = {a.name: a.spec.image for a in r.plan.available}
+    previous = {a.name: data["arms"][a.name].get("engine") for a in r.plan.available}
+    members = list(r.members.values())
+    while True:
+        r.placement = engines.place(list(images_of), members, previous)
+        ready = engines.prepare(members, r.placement, images_of, r.settings, r.run_id,
+                                default_user(), r.exec_path, r.run_dir, on_refused)
+        data["engines"].update({m.id: {**m.facts, "refused": m.refused,
+                                       "images_imported_s": m.imported} for m in members})
+        if ready:
+            break
+    _check_engine_images(r, data)
 
 
 def _startable_plan(engine: Engine, settings: Settings, suite_name: str,
@@ -296,7 +351,8 @@ def _verified_corpus(settings: Settings, the_suite: suite.Suite
 
 def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.CorpusPin,
               pristine: Path, resume: Path | None, progress: Progress | None,
-              exec_path: str | None) -> tuple[_Run, dict[str, Any]]:
+              exec_path: str | None, members: list[engines.Member] | None = None
+              ) -> tuple[_Run, dict[str, Any]]:
     """A new run directory and its run.json, or the one resumed: checked to continue the
     same run, with what a killed attempt left on the engine removed."""
     if resume is None:
@@ -318,16 +374,44 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
     r = _Run(engine, settings, the_plan, run_id, run_dir, pin, pristine,
              progress or (lambda *_: None), workfs.tree_bytes(pristine),
              exec_path or RESIDENT)
+    if not members:
+        members = [engines.Member(engine.address, engine, engines.facts(engine, engine.address))]
+    r.members = {m.id: m for m in members}
+    r.placement = {a.name: members[0].id for a in the_plan.available}
     if resume is None:
         return r, _new_run_json(r)
     _check_resumable(r, previous)
     previous["resumes"].append(datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     previous["status"] = "running"
-    left = cleanup.find(engine, run_id=run_id)
-    cleanup.remove(engine, left)
-    if left:
-        logger.info("orphans_removed", run=run_id, containers=len(left))
+    previous.setdefault("engines", {}).update({m.id: m.facts for m in members})
+    for member in members:
+        left = cleanup.find(member.engine, run_id=run_id)
+        cleanup.remove(member.engine, left)
+        if left:
+            logger.info("orphans_removed", run=run_id, engine=member.id, containers=len(left))
     return r, previous
+
+
+def _check_engine_images(r: _Run, data: dict[str, Any]) -> None:
+    """A resumed arm continues only with the image its cells ran: every recorded cell's
+    image id must be the locked one, and so must the engine's image under the locked tag."""
+    source = r.run_dir / "run.json"
+    lock = ImageLock.load(r.settings.images_lock)
+    for a in r.plan.available:
+        member = r.member(a.name)
+        for path in sorted((r.run_dir / "cells" / a.name).glob("**/" + RECORD_NAME)):
+            rec = read_record(path)
+            if rec.image_id != a.image_id:
+                raise InputError.bad_value(path, "image_id", str(a.image_id), rec.image_id,
+                                           fix=f"the cell ran another image than arm {a.name!r} "
+                                               "has now; start a new run")
+        tag = lock.images.get(a.spec.image, {}).get("tag")
+        found = member.engine.image_id(tag) if tag else None
+        if found is not None and found != a.image_id:
+            raise InputError.bad_value(source, f"arms.{a.name}.image_id", str(a.image_id),
+                                       found, fix=f"engine {member.url} ({member.id}) has "
+                                       f"{tag} as another image: the arm's engine changed "
+                                       "image id; start a new run")
 
 
 def _run_arms(r: _Run, jobs: int) -> list[dict[str, Any]]:
@@ -341,9 +425,13 @@ def _run_arms(r: _Run, jobs: int) -> list[dict[str, Any]]:
             futures = [pool.submit(_run_arm, r, p) for p in prepared]
             try:
                 return [f.result() for f in futures]
-            except BaseException:
+            except BaseException as first:
                 r.stop.set()
-                raise
+                # The arms stopped because another failed say KeyboardInterrupt: the error
+                # that stopped the run is the one to report (a lost engine, a full disk).
+                errors = [f.exception() for f in futures]
+                raise next((e for e in errors if e is not None
+                            and not isinstance(e, KeyboardInterrupt)), first) from None
     finally:
         for p in prepared:
             p.exits.close()  # a no-op for an arm that finished: it closed its own
@@ -456,7 +544,8 @@ def _load_snapshot(path: Path) -> corpus.Snapshot:
 
 def _stop_if_lost(r: _Run, a: ArmPlan, rec: ExecRecord) -> None:
     if rec.outcome == "sandbox-unavailable":
-        raise SandboxLost(f"the sandbox of arm {a.name!r} went away during a cell",
+        raise SandboxLost(f"the sandbox of arm {a.name!r} went away during a cell on engine "
+                          f"{r.member(a.name).url}",
                           why="the container or the engine stopped; the cell's record says "
                               "sandbox-unavailable and a resume runs it again",
                           fix=f"once the engine answers: sandbench run {r.plan.suite.name} "
@@ -504,7 +593,8 @@ def _prepare_arm(r: _Run, a: ArmPlan) -> _Prepared:
         before = _prepare_work(r, a, work, kept)
         lock = ImageLock.load(r.settings.images_lock)
         spec = for_arm(lock, a.spec, r.run_id, work, default_user(), sizes, r.exec_path)
-        box = exits.enter_context(Sandbox(r.engine, spec))
+        member = r.member(a.name)
+        box = exits.enter_context(Sandbox(member.engine, spec, member.id))
         try:
             box.verify(r.run_dir / "guards" / a.name)
         except GuardViolation as exc:
@@ -538,6 +628,9 @@ def _run_cells(r: _Run, a: ArmPlan, box: Sandbox) -> None:
     its own (the arm's end syncs them all; a resume re-runs a cell whose streams were lost)."""
     cells = r.run_dir / "cells" / a.name
     tasks = {t.id: t for t in r.plan.suite.tasks}
+    if a.spec.mcp is not None:
+        _run_mcp_cells(r, a, box, cells, tasks)
+        return
     if a.spec.setup is not None:
         setup = cells / SETUP_CELL
         if not _done(setup):
@@ -556,6 +649,42 @@ def _run_cells(r: _Run, a: ArmPlan, box: Sandbox) -> None:
                        timeout_s=r.plan.suite.timeout_s, durable=False)
         r.progress(a.name, f"{task_id}/{rep}", rec.outcome)
         _stop_if_lost(r, a, rec)
+
+
+def _run_mcp_cells(r: _Run, a: ArmPlan, box: Sandbox, cells: Path,
+                   tasks: dict[str, suite.Task]) -> None:
+    """An MCP arm: the set-up session, then per task one session sending its call reps + 1
+    times (cold, then warm on the same server); every REP record is derived from the
+    session's transcript (orchestrator/mcp.py). A task counts as done once all its REP
+    records exist; otherwise its session runs again from empty."""
+    server = a.spec.mcp
+    assert server is not None
+    reps = r.plan.suite.reps
+    timeout_s = r.plan.suite.timeout_s
+    setup = cells / SETUP_CELL
+    if not _done(setup):
+        session_dir = _fresh(setup) / mcp.SESSION
+        argv = mcp.session_argv(server, list(server.setup_calls), timeout_s, box.spec.workdir)
+        rec = box.exec(argv, session_dir, timeout_s=mcp.session_timeout_s(
+            server, len(server.setup_calls), timeout_s))
+        _stop_if_lost(r, a, rec)
+        derived = mcp.setup_record(rec, session_dir, setup, server)
+        r.progress(a.name, SETUP_CELL, derived.outcome)
+    for task_id in dict.fromkeys(task_id for task_id, _ in a.cells):
+        if r.stop.is_set():
+            raise KeyboardInterrupt
+        task_dir = cells / task_id
+        if mcp.done(task_dir, reps):
+            continue
+        task = tasks[task_id]
+        call = a.spec.calls[task.kind].render(task.values)
+        session_dir = _fresh(task_dir) / mcp.SESSION
+        argv = mcp.session_argv(server, [call] * (reps + 1), timeout_s, box.spec.workdir)
+        rec = box.exec(argv, session_dir,
+                       timeout_s=mcp.session_timeout_s(server, reps + 1, timeout_s))
+        _stop_if_lost(r, a, rec)
+        for rep, derived in enumerate(mcp.task_records(rec, session_dir, task_dir, call, reps)):
+            r.progress(a.name, f"{task_id}/{rep}", derived.outcome)
 
 
 def _disclose_state(r: _Run, a: ArmPlan, work: Path, before: corpus.Snapshot) -> int:

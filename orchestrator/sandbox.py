@@ -37,9 +37,10 @@ logger = log.get(__name__)
 class Sandbox:
     """A started container; removed by id on exit, even when starting failed half-way."""
 
-    def __init__(self, engine: Engine, spec: SandboxSpec) -> None:
+    def __init__(self, engine: Engine, spec: SandboxSpec, engine_id: str | None = None) -> None:
         self.engine = engine
         self.spec = spec
+        self.engine_id = engine_id  # named in every record this sandbox writes
         self.container_id: str | None = None
         self.policy: guards.GuardPolicy | None = None
         self.host: dict[str, Any] = {}
@@ -234,7 +235,7 @@ class Sandbox:
             helper={"version": r.get("helper_version"), "exit_code": meta["helper_exit"],
                     "errors": decoded.helper_errors, "protocol_error": decoded.protocol_error,
                     "stderr_tail": meta["helper_stderr"]},
-            outcome=outcome, flags=flags, exec_path=self.spec.exec_path)
+            outcome=outcome, flags=flags, exec_path=self.spec.exec_path, engine=self.engine_id)
         write_record(cell_dir, record, durable=durable)
         return record
 

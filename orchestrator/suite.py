@@ -19,22 +19,35 @@ from typing import Any
 from orchestrator import corpus
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
-from orchestrator.kinds import KINDS
+from orchestrator.kinds import ALL_KINDS, EDGE_KINDS
 from orchestrator.settings import Settings
 from orchestrator.values import number, repo_path
 
 LANGUAGES = {"csharp": "cs", "typescript": "ts", "rust": "rs"}
 SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_s",
               "precision_cap", "top_k", "bands"}
+# Optional: the oracle whose index is the suite's compiler truth (sandbench truth build), and
+# the metric families of the methodology the suite cannot run, each with its quoted reason.
+OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted"}
+FAMILIES = ("resolver-precision", "rust-edges", "typescript-reference-parity")
+ORACLE_KEYS = {"arm", "project"}
+ORACLE_OPTIONAL_KEYS = {"edges"}
+TRUTH_DIR = "truth"
 BAND_KEYS = {"references_correct_recall", "references_correct_max_outside",
              "references_partial_recall", "impact_partial_fraction"}
+# The Rust edges family's thresholds (the methodology's, registered before any run): a cell of
+# an edge kind is correct when both hold, partial when one does. Required with edge tasks.
+EDGE_BAND_KEYS = {"edges_correct_precision", "edges_correct_recall"}
 TASK_KEYS = {"id", "kind", "language", "explanation", "input", "truth"}
 INPUT_KEY = {"locate": "ticket", "e2e-retrieval": "ticket", "references": "symbol",
-             "impact": "seed"}
+             "impact": "seed", "call-edges": "project", "test-edges": "project"}
 TRUTH_KEYS = {"locate": ({"primary"}, {"touched", "types"}),
               "references": ({"core"}, {"admissible"}),
               "impact": ({"graded"}, set()),
-              "e2e-retrieval": ({"touched"}, set())}
+              "e2e-retrieval": ({"touched"}, set()),
+              # The edge kinds' truth is the oracle's (truth/ORACLE.json); the task states the
+              # rule it is graded by, in words.
+              "call-edges": ({"rule"}, set()), "test-edges": ({"rule"}, set())}
 TASK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 MANIFEST = "manifest.json"
 PREREGISTRATION = "preregistration.md"
@@ -61,7 +74,7 @@ class Task:
     def truth_paths(self) -> list[str]:
         paths: list[str] = []
         for key, value in self.truth.items():
-            if key == "types":
+            if key in ("types", "rule"):
                 continue
             paths += [value] if isinstance(value, str) else list(value)
         if self.kind == "impact":
@@ -82,6 +95,24 @@ class Suite:
     top_k: int
     bands: dict[str, float]
     tasks: tuple[Task, ...] = field(default_factory=tuple)
+    oracle: OracleRef | None = None
+    # family -> (reason, source): a methodology family this suite's corpus calls for but that
+    # cannot run here; every run of the suite names it among its deviations.
+    families_not_attempted: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def truth_file(self) -> Path | None:
+        """Where `sandbench truth build` stores the oracle's truth (sealed with the suite)."""
+        return None if self.oracle is None else self.path / TRUTH_DIR / f"{self.oracle.arm}.json"
+
+
+@dataclass(frozen=True)
+class OracleRef:
+    """The oracle arm a suite's compiler truth comes from, and the project it indexes (a
+    directory of the corpus, '.' for its root)."""
+
+    arm: str
+    project: str
+    edges: bool = False  # the truth file also lists every definition/reference edge
 
 
 def _bad(path: Path, key: str, expected: str, found: Any) -> InputError:
@@ -106,8 +137,8 @@ def load_task(path: Path) -> Task:
     if data["id"] != path.stem or not TASK_ID.match(data["id"]):
         raise _bad(path, "id", f"{path.stem!r} (the file name, [a-z0-9-])", data["id"])
     kind = data["kind"]
-    if kind not in KINDS:
-        raise _bad(path, "kind", f"one of {list(KINDS)}", kind)
+    if kind not in ALL_KINDS:
+        raise _bad(path, "kind", f"one of {list(ALL_KINDS)}", kind)
     if data["language"] not in LANGUAGES:
         raise _bad(path, "language", f"one of {sorted(LANGUAGES)}", data["language"])
     inputs = data.get("input")
@@ -126,7 +157,10 @@ def load_task(path: Path) -> Task:
         raise _bad(path, f"truth.{unknown[0]}", f"one of {sorted(required | optional)}",
                    unknown[0])
     for key, value in truth.items():
-        if key == "primary":
+        if key == "rule":
+            if not isinstance(value, str) or not value.strip():
+                raise _bad(path, "truth.rule", "a non-empty string stating the rule", value)
+        elif key == "primary":
             repo_path(path, "truth.primary", value)
         elif key == "types":
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -150,8 +184,9 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
         raise InputError(f"unknown suite {name!r}", fix=f"known suites: {', '.join(known)}")
     path = folder / "suite.toml"
     data = read_toml(path)
-    if unknown := sorted(set(data) - SUITE_KEYS):
-        raise _bad(path, unknown[0], f"one of {sorted(SUITE_KEYS)}", unknown[0])
+    if unknown := sorted(set(data) - SUITE_KEYS - OPTIONAL_SUITE_KEYS):
+        raise _bad(path, unknown[0], f"one of {sorted(SUITE_KEYS | OPTIONAL_SUITE_KEYS)}",
+                   unknown[0])
     if missing := sorted(SUITE_KEYS - set(data)):
         raise _bad(path, missing[0], "present", None)
     number(path, "version", data["version"], "1", integer=True, minimum=1, maximum=1)
@@ -169,8 +204,9 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
     number(path, "timeout_s", data["timeout_s"], "a positive number of seconds", minimum=0,
            exclusive_minimum=True)
     bands = data["bands"]
-    if not isinstance(bands, dict) or set(bands) != BAND_KEYS:
-        raise _bad(path, "bands", f"a table of numbers with exactly {sorted(BAND_KEYS)}", bands)
+    if not isinstance(bands, dict) or not BAND_KEYS <= set(bands) <= BAND_KEYS | EDGE_BAND_KEYS:
+        raise _bad(path, "bands", f"a table of numbers with exactly {sorted(BAND_KEYS)} (and "
+                   f"{sorted(EDGE_BAND_KEYS)} for edge tasks)", bands)
     for key, value in bands.items():
         if key == "references_correct_max_outside":
             number(path, f"bands.{key}", value, "a whole number of files, 0 or more",
@@ -180,13 +216,52 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
     if not isinstance(data["corpus"], str):
         raise _bad(path, "corpus", "the id of a corpus in corpus.lock", data["corpus"])
     _check_project(path, suites_dir.parent, data["corpus"], arms)
+    oracle = _oracle_ref(path, data.get("oracle"))
     tasks = tuple(load_task(p) for p in sorted((folder / "tasks").glob("*.toml")))
     if not tasks:
         raise InputError(f"{folder / 'tasks'}: the suite has no tasks", file=str(folder))
+    if edge_tasks := [t for t in tasks if t.kind in EDGE_KINDS]:
+        if oracle is None or not oracle.edges:
+            raise _bad(path, "oracle.edges", f"true: task {edge_tasks[0].id} is graded against "
+                       "the oracle's edges", None if oracle is None else oracle.edges)
+        if missing_bands := sorted(EDGE_BAND_KEYS - set(bands)):
+            raise _bad(path, f"bands.{missing_bands[0]}", "a fraction from 0 to 1 (the suite "
+                       "has edge tasks)", None)
     return Suite(name=name, path=folder, corpus=data["corpus"], arms=tuple(arms),
                  baseline=data["baseline"], reps=data["reps"], timeout_s=float(data["timeout_s"]),
                  precision_cap=data["precision_cap"], top_k=data["top_k"],
-                 bands={k: float(v) for k, v in bands.items()}, tasks=tasks)
+                 bands={k: float(v) for k, v in bands.items()}, tasks=tasks, oracle=oracle,
+                 families_not_attempted=_families(path, data.get("families_not_attempted", {})))
+
+
+def _families(path: Path, table: Any) -> dict[str, tuple[str, str]]:
+    if not isinstance(table, dict):
+        raise _bad(path, "families_not_attempted", "a table of families", table)
+    out = {}
+    for family, entry in table.items():
+        key = f"families_not_attempted.{family}"
+        if family not in FAMILIES:
+            raise _bad(path, key, f"one of {list(FAMILIES)}", family)
+        if not isinstance(entry, dict) or set(entry) != {"reason", "source"} or not all(
+                isinstance(v, str) and v.strip() for v in entry.values()):
+            raise _bad(path, key, "a table with a non-empty reason and source", entry)
+        out[family] = (entry["reason"], entry["source"])
+    return out
+
+
+def _oracle_ref(path: Path, table: Any) -> OracleRef | None:
+    if table is None:
+        return None
+    if not isinstance(table, dict) or not ORACLE_KEYS <= set(table) <= (
+            ORACLE_KEYS | ORACLE_OPTIONAL_KEYS) or not all(
+            isinstance(table[k], str) and table[k] for k in ORACLE_KEYS):
+        raise _bad(path, "oracle", f"a table with {sorted(ORACLE_KEYS)} (strings) and optionally "
+                   f"{sorted(ORACLE_OPTIONAL_KEYS)}", table)
+    if not isinstance(edges := table.get("edges", False), bool):
+        raise _bad(path, "oracle.edges", "true or false", edges)
+    project = "." if table["project"] == "." else repo_path(path, "oracle.project",
+                                                             table["project"])
+    return OracleRef(arm=table["arm"], project=project, edges=edges)
 
 
 def _check_project(path: Path, project: Path, corpus_id: str, arms: list[str]) -> None:
@@ -223,6 +298,14 @@ def sealed_inputs(suite: Suite, settings: Settings) -> dict[str, str]:
     files = [suite.path / "suite.toml", suite.path / PREREGISTRATION,
              *(t.path for t in suite.tasks),
              *(settings.arms_dir / f"{arm}.toml" for arm in suite.arms)]
+    if (truth := suite.truth_file()) is not None:
+        # The compiler truth and the oracle that made it: sealed only once it is built.
+        if not truth.is_file():
+            raise InputError(f"suite {suite.name!r} has no compiler truth yet: {truth} is "
+                             "missing", fix=f"sandbench truth build {suite.name}",
+                             file=str(truth))
+        assert suite.oracle is not None
+        files += [truth, settings.arms_dir / f"{suite.oracle.arm}.toml"]
     for source in SCORER_SOURCES:
         target = root / source
         files += sorted(target.rglob("*.py")) if target.is_dir() else [target]

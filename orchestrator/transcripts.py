@@ -33,6 +33,18 @@ OUTCOMES = {
     "tampered": "the helper's framed report is missing or malformed while the sandbox is up",
     "sandbox-unavailable": "the container or the engine went away during the exec",
 }
+# The outcomes of one call of an MCP session (orchestrator/mcp.py), each its own failure kind.
+MCP_OUTCOMES = {
+    "mcp-server-exited": "the MCP server exited (or never started) before answering",
+    "mcp-version-mismatch": "the MCP server answered initialize with another protocol "
+                            "version than the arm declares",
+    "mcp-error-response": "the MCP server answered the request with a JSON-RPC error",
+    "mcp-tool-error": "the MCP tool answered with isError: true",
+    "mcp-malformed-frame": "a frame from the MCP server was not a JSON-RPC message, answered "
+                           "no request, or was larger than the frame cap",
+    "mcp-call-timeout": "the MCP server did not answer a request within its time limit",
+}
+OUTCOMES.update(MCP_OUTCOMES)
 
 
 @dataclass(frozen=True)
@@ -67,9 +79,18 @@ class ExecRecord:
     # How the command reached the container; records made before the resident executor
     # carry none and came through docker exec.
     exec_path: str = "docker-exec"
+    # The engine the command ran on (`docker info` ID); None in records made before a run
+    # could span several engines.
+    engine: str | None = None
+    # A call of an MCP session: its record is derived from the session's transcript
+    # (orchestrator/mcp.py); None for every plain exec.
+    mcp: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if data["mcp"] is None:  # a plain exec's record is as it was before MCP arms
+            del data["mcp"]
+        return data
 
     @classmethod
     def from_json(cls, data: Any, source: Path) -> ExecRecord:

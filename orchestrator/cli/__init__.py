@@ -39,16 +39,18 @@ def _root() -> None:
 
 
 def _register() -> None:
-    from orchestrator.cli import (audit, cleanup, compose, corpus, images, run, sandbox, score,
-                                  suite)
+    from orchestrator.cli import (audit, cleanup, compose, corpus, images, k8s, run, sandbox,
+                                  score, suite, truth)
     app.add_typer(images.app, name="images")
     app.add_typer(corpus.app, name="corpus")
     app.add_typer(sandbox.app, name="sandbox")
     app.add_typer(suite.app, name="suite")
+    app.add_typer(truth.app, name="truth")
     app.command("run")(run.run)
     app.command("score")(score.score)
     app.command("report")(score.report)
     app.add_typer(compose.app, name="compose")
+    app.add_typer(k8s.app, name="k8s")
     app.command("audit")(audit.audit)
     app.command("cleanup")(cleanup.cleanup)
 

@@ -28,7 +28,8 @@ _HEADER = re.compile(r"\s*\[\s*(?:\"([^\"]+)\"|([A-Za-z0-9_-]+))\s*\]\s*(?:#.*)?
 
 @dataclass(frozen=True)
 class CorpusPin:
-    """One corpus as corpus.lock pins it. A proposed corpus has no sha and cannot be fetched."""
+    """One corpus as corpus.lock pins it. A proposed corpus without a sha cannot be fetched;
+    one with a sha is a disclosed substitute, fetched and run like a registered one."""
 
     id: str
     repo: str

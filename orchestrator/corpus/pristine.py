@@ -105,9 +105,11 @@ def fetch(pin: CorpusPin, settings: Settings, source: Path | None = None, force:
     clone, bare mirror or bundle given as `source`. Shallow unless `full_history`. Everything
     happens in a temp dir beside the destination, renamed into place only once verified.
     """
-    if pin.status != "registered" or pin.sha is None:
+    if pin.sha is None:
+        # A proposed substitute pinned at a sha is fetched like a registered corpus; every
+        # run on it carries the substitution among its deviations (run.py).
         raise InputError(f"corpus {pin.id!r} is {pin.status}, not pinned: it cannot be fetched",
-                         fix=f"register it in {LOCK_NAME} with a full commit sha",
+                         fix=f"pin it in {LOCK_NAME} with a full commit sha",
                          corpus=pin.id, status=pin.status)
     dest, meta = corpus_dir(settings, pin.id), info_path(settings, pin.id)
     if (dest.exists() or meta.exists()) and not force:

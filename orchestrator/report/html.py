@@ -332,6 +332,24 @@ def _definitions(scores: Mapping[str, Any]) -> str:
     return f"<dl>\n{items}\n</dl>"
 
 
+def _edges(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The Rust edges family's figures and site classes, when the run has edge cells (every
+    non-match and miss is in scores.json and the Markdown document)."""
+    cells = tables.edge_cells(scores)
+    if not cells:
+        return []
+    parts = [_p(scores["definitions"][f"correct.{k}"]) for k in ("call-edges", "test-edges")
+             if f"correct.{k}" in scores["definitions"]]
+    for c in cells:
+        parts += [f"<h3>{_e(c['arm'])}: {_e(c['task'])} ({_e(c['verdict'])})</h3>",
+                  html_table(tables.edge_figures(c))]
+    first = next((c for c in cells if "site_classes" in c["edges"]), None)
+    if first is not None:
+        parts += ["<h3>Site classes of the oracle's references</h3>",
+                  html_table(tables.site_classes(first))]
+    return [_section("Edges", *parts)]
+
+
 def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
     suite, corpus, manifest = scores["suite"], scores["corpus"], scores["manifest"]
     attempted_all = not any(scores["arms"][a]["not_attempted"] for a in tables.arms(scores))
@@ -360,6 +378,7 @@ def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
                              "missed or outside the truth, rows that do not reach) are in the "
                              "Markdown document beside this page."),
                  *(_task(scores, t) for t in scores["tasks"])),
+        *_edges(scores),
         _section("Correctness", html_table(tables.correctness(scores))),
         _section("Cost", _p(f"Without a model in the loop: {scores['definitions']['cost.unit']}."),
                  html_table(tables.cost(scores)),

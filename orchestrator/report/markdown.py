@@ -82,6 +82,35 @@ def _task_section(scores: Mapping[str, Any], task_id: str) -> str:
         "\n".join(notes)] if p)
 
 
+def _edges(scores: Mapping[str, Any]) -> str:
+    """The Rust edges family: per edge cell its figures and the first non-matches (all of them
+    are in scores.json), then the oracle's site classes once."""
+    cells = tables.edge_cells(scores)
+    if not cells:
+        return ""
+    parts = [scores["definitions"].get(f"correct.{k}", "") for k in ("call-edges",
+                                                                     "test-edges")]
+    for c in cells:
+        parts += [f"### {c['arm']}: {c['task']} ({c['verdict']})",
+                  md_table(tables.edge_figures(c))]
+        detail = c["edges"]
+        listed = detail.get("non_matches") or detail.get("extra") or []
+        if listed:
+            parts.append(f"First of {len(listed):,} non-matches (every one in scores.json):")
+            parts.append(fenced("\n".join(" ".join(str(x) for x in row)
+                                          for row in listed[:15])))
+        if detail.get("missed"):
+            parts.append(f"First of {len(detail['missed']):,} missed (every one in "
+                         "scores.json):")
+            parts.append(fenced("\n".join(" ".join(str(x) for x in row)
+                                          for row in detail["missed"][:15])))
+    first = next((c for c in cells if "site_classes" in c["edges"]), None)
+    if first is not None:
+        parts += ["### Site classes of the oracle's references",
+                  md_table(tables.site_classes(first))]
+    return _section("Edges", *(p for p in parts if p))
+
+
 def _disagreements(scores: Mapping[str, Any]) -> str:
     found = []
     for arm in tables.arms(scores):
@@ -197,6 +226,7 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
         _section("Tasks", "Every task, with the exact command each arm ran and its verdict. "
                  "Recall and precision are raw, so a reader can regrade under other bands.",
                  *(_task_section(scores, t) for t in scores["tasks"])),
+        *([edges] if (edges := _edges(scores)) else []),
         _section("Correctness", md_table(tables.correctness(scores))),
         _section("Cost",
                  f"Without a model in the loop: {scores['definitions']['cost.unit']}. No "

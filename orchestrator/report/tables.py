@@ -8,10 +8,10 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orchestrator.kinds import KINDS
+from orchestrator.kinds import ALL_KINDS
 
 Table = tuple[list[str], list[list[str]]]
-BAND_ORDER = (*KINDS, "all")
+BAND_ORDER = (*ALL_KINDS, "all")
 NA = "n/a"
 COUNT_LABELS = (("correct", "correct"), ("partial", "partial"), ("wrong", "wrong"),
                 ("not_attempted", "not attempted"), ("unscored", "unscored"))
@@ -210,10 +210,36 @@ def task_cells(scores: Mapping[str, Any], task: str) -> Table:
     return columns, rows
 
 
+def _identity_rows(scores: Mapping[str, Any], names: list[str]) -> list[list[str]]:
+    """What each column is: the tool's version, its locked image id, its one-off set-up cost
+    (install plus index build) and its break-even against the baseline."""
+    def one_off(arm: str) -> str:
+        s = scores["setup"].get(arm)
+        if s is None or s["install_seconds"] is None:
+            return NA
+        index = s["index"]
+        if index is not None and index["seconds"] is None:
+            return NA
+        return two(s["install_seconds"] + (0 if index is None else index["seconds"]))
+
+    def image(arm: str) -> str:
+        image_id = scores["arms"][arm].get("image_id")
+        return image_id.removeprefix("sha256:")[:12] if image_id else NA
+
+    def even(arm: str) -> str:
+        s = scores["setup"].get(arm)
+        return NA if s is None else _break_even(s["break_even"])
+
+    return [["arm", label, "", "", *(fn(a) for a in names)] for label, fn in (
+        ("tool version", lambda a: scores["arms"][a]["tool_version"] or NA),
+        ("image id", image), ("set-up s (install + index)", one_off),
+        ("break-even vs baseline", even))]
+
+
 def leaders(scores: Mapping[str, Any]) -> Table:
     names = arms(scores)
     columns = ["band", "metric", "better", "leader", *names]
-    rows = []
+    rows = _identity_rows(scores, names)
     for cell in scores["leaders"]:
         fmt = FORMATTERS[METRIC_FORMAT[cell["metric"]]]
         rows.append([cell["band"], cell["label"], cell["better"],
@@ -297,3 +323,49 @@ def terminal_scorecard(scores: Mapping[str, Any]) -> list[dict[str, str]]:
 def shown(values: Sequence[str], limit: int = 20) -> list[str]:
     return list(values[:limit]) + ([f"... {len(values) - limit} more (scores.json)"]
                                    if len(values) > limit else [])
+
+
+# -- the Rust edges family ----------------------------------------------------------------
+
+EDGE_FIGURES = {
+    "call-edges": (("population", "oracle population"), ("matched", "matched"),
+                   ("in_universe", "arm edges in the universe"),
+                   ("claimed", "naming a target file"),
+                   ("outside_universe", "outside the universe"),
+                   ("in_unindexed_fns", "in fns the oracle never compiled")),
+    "test-edges": (("oracle_pairs", "oracle pairs"), ("arm_pairs", "arm pairs"),
+                   ("matched", "in both"), ("unresolved", "arm edges naming no target file"),
+                   ("in_unindexed_tests", "in tests the oracle never compiled")),
+}
+
+
+def edge_cells(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in scores["cells"] if c.get("edges")]
+
+
+def edge_figures(cell: Mapping[str, Any]) -> Table:
+    """One edge cell's counts, recall and precision, and (call edges) its verdicts."""
+    detail, grade = cell["edges"], cell["grade"]
+    rows = [[label, integer(detail.get(key))] for key, label in EDGE_FIGURES[cell["kind"]]]
+    rows += [["recall", share(grade["recall"])], ["precision", share(grade["precision"])]]
+    for context, part in detail.get("by_context", {}).items():
+        rows.append([f"recall, {context} context ({part['matched']} of {part['population']})",
+                     share(part["recall"])])
+    for verdict, n in detail.get("verdicts", {}).items():
+        rows.append([f"arm edges: {verdict}", integer(n)])
+    if "tests" in detail:
+        t = detail["tests"]
+        rows += [["tests: scan (compiled)", integer(t["scan"])],
+                 ["tests: scan, never compiled", integer(t.get("scan_inactive"))],
+                 ["tests: the arm's", integer(t["arm"])], ["tests: both", integer(t["both"])]]
+    return ["figure", "value"], rows
+
+
+def site_classes(cell: Mapping[str, Any]) -> Table:
+    """The oracle's references by context x shape, split by target class."""
+    classes = ("fn", "type", "other", "not-recorded", "external")
+    rows = []
+    for context, shapes in cell["edges"]["site_classes"].items():
+        for shape_name, counts in shapes.items():
+            rows.append([context, shape_name, *(integer(counts.get(k, 0)) for k in classes)])
+    return ["context", "shape", *classes], rows

@@ -141,6 +141,12 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
                 d.startswith(f"arm {arm} ") for d in deviations):
             why = "left out of this run" if state == "absent" else state
             deviations.append(f"arm {arm} was not measured ({why})")
+    hosts = _engine_hosts(run)
+    if hosts:
+        deviations.append("the arms ran on " + str(len(run["engines"])) + " Docker engines, "
+                          "each arm's container on one: " + "; ".join(
+                              f"{arm} on {data['engine']}" for arm, data in run["arms"].items()
+                              if isinstance(data, dict) and data.get("engine")))
     reps = int(run["suite"]["reps"])
     return {
         "date": run["date"],
@@ -149,7 +155,7 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
         "tool_version": tool_line,
         "build": build_line,
         "host": f"{host['arch']} host, idleness not recorded; {host['cores']} cores, "
-                f"{memory(host['memory_bytes'])}",
+                f"{memory(host['memory_bytes'])}" + rewrite_paths(hosts, roots),
         "baseline": baseline_line,
         "bench_root": "bench/ (throwaway; nothing installed globally)",
         "isolation": isolation,
@@ -157,6 +163,21 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
         "reps": f"{reps + 1} per cell (1 cold + {reps} warm)",
         "deviations": deviations,
     }
+
+
+def _engine_hosts(run: Mapping[str, Any]) -> str:
+    """Every engine's host when a run spanned several (a one-engine run says nothing more
+    than its host line): each by its engine id, Docker version, architecture, cores and
+    memory, never by name."""
+    found = run.get("engines")
+    if not isinstance(found, dict) or len(found) < 2:
+        return ""
+    return "; engines: " + "; ".join(
+        f"{engine_id} (Docker {e.get('version')}, {e.get('arch')}, {e.get('cores')} cores, "
+        f"{memory(int(e.get('memory_bytes') or 0))}"
+        + (", this host" if e.get("on_this_host") else "")
+        + (f", refused: {e['refused']}" if e.get("refused") else "") + ")"
+        for engine_id, e in sorted(found.items()) if isinstance(e, dict))
 
 
 LABELS = (("date", "Date"), ("corpus", "Corpus"), ("tool_version", "Tool version"),

@@ -234,7 +234,7 @@ def _arm_runs(run: dict[str, Any], the_suite: suite_mod.Suite,
         for key, kinds in ARM_KEYS:
             _at(run, f"arms.{name}.{key}", kinds, source)
         spec = data["spec"]
-        for kind in KINDS:
+        for kind in sorted({*KINDS, *(t.kind for t in the_suite.tasks)}):
             if kind not in spec["tasks"] and kind not in spec["not_attempted"]:
                 raise InputError.bad_value(source, f"arms.{name}.spec.tasks.{kind}",
                                            "an argv or a not_attempted entry", None)

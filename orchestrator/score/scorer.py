@@ -26,8 +26,9 @@ from typing import Any
 from orchestrator import log, pinlines
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json, atomic_write_text, canonical_json
-from orchestrator.kinds import KINDS
-from orchestrator.score import correctness, cost, environment, leaders, reach, setup, timing
+from orchestrator.kinds import ALL_KINDS, EDGE_KINDS
+from orchestrator.score import (correctness, cost, edges, environment, leaders, reach, setup,
+                                timing)
 from orchestrator.score.inputs import RunInputs, load
 from orchestrator.score.numbers import median, r6
 from orchestrator.suite import Task
@@ -36,7 +37,7 @@ from orchestrator.transcripts import OUTCOMES
 SCHEMA = "sandbench.scores/1"
 SCORES_NAME = "scores.json"
 ALL = "all"
-BANDS = (*KINDS, ALL)
+BANDS = (*ALL_KINDS, ALL)
 COUNTS = ("correct", "partial", "wrong", "not_attempted", "unscored")
 UNSCORED_KINDS = {
     "arm-unavailable": "the arm was not run: its tool is not available",
@@ -59,7 +60,7 @@ def _blank(arm: str, task: Task) -> dict[str, Any]:
     return {"arm": arm, "task": task.id, "kind": task.kind, "verdict": None, "failure": None,
             "parse_error": None, "unscored": None, "not_attempted": None, "argv": None,
             "grade": None, "cost": None, "calls": None, "reach": None, "timing": None,
-            "flags": []}
+            "flags": [], **({"edges": None} if task.kind in EDGE_KINDS else {})}
 
 
 def _flags(reps: Sequence[Any]) -> list[str]:
@@ -105,6 +106,7 @@ def score_cell(inputs: RunInputs, arm_name: str, task: Task,
         return cell
     cell["cost"] = cost.cell_cost(cold.record)
     rows: Sequence[correctness.RowLike] = ()
+    graph: Sequence[edges.EdgeLike] = ()
     stdout = inputs.stdout(cold)
     if cold.record.outcome != "ok":
         cell["failure"] = cold.record.outcome
@@ -117,12 +119,51 @@ def score_cell(inputs: RunInputs, arm_name: str, task: Task,
             cell["parse_error"] = err.message
         else:
             rows = parsed.rows
+            graph = parsed.edges
             cell["calls"] = parsed.calls
             cell["reach"] = reach.task_reach(rows, index)
+    if task.kind in EDGE_KINDS:
+        graded = edges.grade(task.kind, edge_truth(inputs), graph, inputs.suite.bands)
+        cell["edges"] = graded.detail
+        cell["grade"] = {"verdict": graded.verdict, "recall": r6(graded.recall),
+                         "precision": r6(graded.precision), "answer": [],
+                         "files_named": graded.files_named, "hits": [], "missed": [],
+                         "outside": [], "notes": list(graded.notes)}
+        cell["verdict"] = graded.verdict if cell["failure"] is None else "wrong"
+        return cell
     grade = correctness.grade(rows, task, inputs.suite)
     cell["grade"] = grade.to_json()
     cell["verdict"] = grade.verdict if cell["failure"] is None else "wrong"
     return cell
+
+
+def edge_truth(inputs: RunInputs) -> edges.EdgeTruth:
+    """The sealed suite's oracle truth (the seal was checked on loading), its rust_edges
+    block read once per suite."""
+    path = inputs.suite.truth_file()
+    if path is None or not path.is_file():
+        raise InputError(f"suite {inputs.suite.name!r} has edge tasks but no oracle truth",
+                         fix=f"sandbench truth build {inputs.suite.name}",
+                         file=None if path is None else str(path))
+    stat = path.stat()
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    if (cached := _EDGE_TRUTH.get(key)) is not None:
+        return cached
+    from orchestrator.fsutil import read_json
+
+    try:
+        truth = edges.EdgeTruth.of(read_json(path).get("rust_edges"))
+    except edges.BadTruth as exc:
+        raise InputError(f"{path}: rust_edges is not what sandbench truth build writes",
+                         why=str(exc), fix=f"sandbench truth build {inputs.suite.name}",
+                         file=str(path)) from exc
+    _EDGE_TRUTH.clear()
+    _EDGE_TRUTH[key] = truth
+    return truth
+
+
+# One suite's truth, kept while a run is scored (every edge cell reads it).
+_EDGE_TRUTH: dict[tuple[Path, int, int], edges.EdgeTruth] = {}
 
 
 # -- per band -----------------------------------------------------------------------------
@@ -270,11 +311,18 @@ def failure_counts(cells: Sequence[dict[str, Any]], arm_names: Sequence[str]
     return counts
 
 
+def bands_of(cells: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """The bands a run has: the methodology's four kinds always (every table shows them),
+    an edge kind only when the suite has such tasks, and all."""
+    present = {c["kind"] for c in cells}
+    return tuple(b for b in BANDS if b not in EDGE_KINDS or b in present)
+
+
 def _summaries(cells: Sequence[dict[str, Any]], arm_names: Sequence[str]
                ) -> dict[str, dict[str, Any]]:
     """Per arm and band: the grades, costs and times of its cells."""
     return {arm: {band: band_summary(_in_band([c for c in cells if c["arm"] == arm], band))
-                  for band in BANDS} for arm in arm_names}
+                  for band in bands_of(cells)} for arm in arm_names}
 
 
 def _cost_ratios(cells: Sequence[dict[str, Any]], baseline: str, available: Sequence[str]
@@ -284,7 +332,7 @@ def _cost_ratios(cells: Sequence[dict[str, Any]], baseline: str, available: Sequ
         return _graded_costs(_in_band([c for c in cells if c["arm"] == arm], band))
 
     return {arm: {band: cost.paired_ratio(costs(baseline, band), costs(arm, band))
-                  for band in BANDS}
+                  for band in bands_of(cells)}
             for arm in available if arm != baseline}
 
 
@@ -409,8 +457,9 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], pinlines.Li
                      "matches_run": True, "inputs": list(inputs.manifest_rows),
                      "scorer_changed": changed},
         "failures": failure_counts(cells, arm_names),
-        "leaders": leaders.leaders(summary, setups, arm_names, BANDS),
-        "definitions": DEFINITIONS,
+        "leaders": leaders.leaders(summary, setups, arm_names, bands_of(cells)),
+        "definitions": {**DEFINITIONS, **{f"correct.{k}": v for k, v in edges.DEFINITIONS.items()
+                                          if k in bands_of(cells)}},
     }
     return scores, index
 

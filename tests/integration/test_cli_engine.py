@@ -27,13 +27,17 @@ def test_sandbox_check_verifies_every_arm_and_audit_agrees(bench: Settings) -> N
     root = str(bench.bench_root)
     result = _invoke("sandbox", "check", "--bench-root", root)
     assert result.exit_code == 0, result.output
-    for arm in ("rg", "ast-grep", "code-review-graph"):
+    # Every shipped arm but devscout (no binary supplied, so no image): the peers, the MCP
+    # arm and the oracles included.
+    shipped = sorted(p.stem for p in bench.arms_dir.glob("*.toml") if p.stem != "devscout")
+    assert len(shipped) == 9
+    for arm in shipped:
         assert f"{arm}: all guards verified" in result.output
     run_dir = re.search(r"snapshots: (\S+)", result.output).group(1)
     audited = _invoke("audit", run_dir, "--json")
     assert audited.exit_code == 0, audited.output
     arms = json.loads(audited.stdout)
-    assert sorted(a["arm"] for a in arms) == ["ast-grep", "code-review-graph", "rg"]
+    assert sorted(a["arm"] for a in arms) == shipped
     assert all(a["ok"] and a["matches_stored"] for a in arms)
 
 
@@ -49,7 +53,7 @@ def test_sandbox_exec_keeps_the_transcript(bench: Settings) -> None:
 def test_verify_is_clean_and_a_noop_build_says_so(bench: Settings) -> None:
     result = _invoke("images", "verify", "--bench-root", str(bench.bench_root))
     assert result.exit_code == 0, result.output
-    assert result.output.count(" ok ") == 6  # five images and the base's helper
+    assert result.output.count(" ok ") == 14  # thirteen images and the base's helper
     build = _invoke("images", "build", "--bench-root", str(bench.bench_root), "--json")
     actions = {o["name"]: o["action"] for o in json.loads(build.stdout)}
     assert actions.pop("devscout") == "unavailable"

@@ -38,8 +38,9 @@ from orchestrator.transcripts import ExecRecord, read_record
 
 SECURITY = Path(__file__).resolve().parent
 REPO = SECURITY.parents[1]
-HOSTILE_RECIPES = ("hostile", "hostile-helper", "hostile-health", "hostile-volume")
-REAL_RECIPES = ("base", "probe", "rg")
+HOSTILE_RECIPES = ("hostile", "hostile-helper", "hostile-health", "hostile-volume",
+                   "hostile-mcp")
+REAL_RECIPES = ("base", "probe", "rg", "mcp")
 TASKS = ("references-money-csharp", "references-stock-level")  # sorted: the cell order
 SUITE_TIMEOUT_S = 30
 FLOOD_STDOUT = 8 << 30
@@ -143,6 +144,28 @@ def hostile_arm(role: str, *, bench: Path, image: str = "hostile", args: tuple[s
     argv = ["attack", role, "--bench", str(bench), "--run-dir",
             str(bench / "runs" / MAIN_RUN_ID), *args, "--", "{symbol}"]
     lines += ["", "[tasks.references]", f"argv = {_toml_list(argv)}"]
+    for kind in ("locate", "impact", "e2e-retrieval"):
+        lines += ["", f"[not_attempted.{kind}]",
+                  'reason = "a hostile test arm attempts only references tasks"',
+                  'source = "tests/security/conftest.py"']
+    return "\n".join(lines) + "\n"
+
+
+MCP_MODES = ("good", "exit-early", "version", "error", "malformed", "hang", "flood", "bigframe",
+             "daemon", "forge", "network", "write")
+MCP_CALL_TIMEOUT_S = 5
+
+
+def hostile_mcp_arm(mode: str, args: tuple[str, ...] = ()) -> str:
+    """An MCP arm whose server is tests/security's `mcp-server MODE` (images/hostile-mcp):
+    its tool `refs` answers the references kind in rg's format; the other kinds declined."""
+    lines = [f"description = {_toml_str('tests/security hostile MCP server: ' + mode)}",
+             'image = "hostile-mcp"', 'parser = "rg"', 'protocol = "mcp"', "", "[env]",
+             'HOME = "/state/home"', "", "[mcp]",
+             f"server = {_toml_list(['mcp-server', mode, *args])}",
+             'protocol_version = "2025-06-18"', "initialize_timeout_s = 10", "",
+             "[tasks.references]", 'tool = "refs"',
+             'arguments = { symbol = "{symbol}", ext = "{ext}" }']
     for kind in ("locate", "impact", "e2e-retrieval"):
         lines += ["", f"[not_attempted.{kind}]",
                   'reason = "a hostile test arm attempts only references tasks"',
@@ -286,7 +309,9 @@ def world(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         write_suite(project, "stop", ["h-stop", "rg"], TASKS[1:])
         write_suite(project, "names", ["h-names", "rg"], TASKS[1:])
         write_suite(project, "resume", ["h-resume", "rg"], TASKS[1:])
-        for name in ("main", "stop", "names", "resume"):
+        write_suite(project, "mcp", ["rg", *(f"h-mcp-{m}" for m in MCP_MODES), "rg-late"],
+                    TASKS, timeout_s=MCP_CALL_TIMEOUT_S)
+        for name in ("main", "stop", "names", "resume", "mcp"):
             suite.seal(suite.load_suite(settings.suites_dir, name), settings)
         yield World(engine, settings, listener, canary_env, canary_file,
                     hashlib.sha256(decoy).hexdigest(), built)
@@ -328,6 +353,9 @@ def _write_arms(project: Path, bench: Path, listener: Listener) -> None:
                                 setup=(["attack", "resume", "--setup", "--bench", str(bench)],
                                        30)),
     }
+    for mode in MCP_MODES:
+        args = ("--port", str(listener.port)) if mode == "network" else ()
+        specs[f"h-mcp-{mode}"] = hostile_mcp_arm(mode, args)
     for name, text in specs.items():
         (project / "arms" / f"{name}.toml").write_text(text)
 
@@ -424,6 +452,13 @@ def main_run(world: World) -> MainRun:
     seconds = time.monotonic() - started
     time.sleep(0.3)  # a late datagram still reaches the listener
     return MainRun(world, run_dir, seconds, rss_before, _status_kib("VmHWM"), reset, logs)
+
+
+@pytest.fixture(scope="session")
+def mcp_run(world: World) -> Path:
+    """One run of every hostile MCP server (tests/security/images/hostile-mcp) beside rg
+    (first) and rg-late (last), two arms at a time; each call may take 5 s."""
+    return run.execute(world.engine, world.settings, "mcp", jobs=2)
 
 
 @pytest.fixture(scope="session")

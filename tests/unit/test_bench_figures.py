@@ -72,6 +72,8 @@ def test_the_resident_path_stands_beside_docker_exec(folder: Path) -> None:
     assert rows["resident overhead, p95"].ratio == 0.15
     per_cell = rows["demo suite `--jobs 1`: orchestration per cell (wall minus tools' time)"]
     assert per_cell.anchor == "resident call of `true`, overhead"
+    # Two arms at once: their tools' times add up past the wall, so no such row for --jobs 2.
+    assert "demo suite `--jobs 2`: orchestration per cell (wall minus tools' time)" not in rows
 
 
 @pytest.mark.parametrize("broken", ["missing file", "missing key", "missing resident"])

@@ -11,11 +11,13 @@ from orchestrator.settings import Settings
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_compose_demo_is_up_to_date() -> None:
+def test_every_committed_compose_file_is_up_to_date() -> None:
     settings = Settings(project_root=REPO, bench_root=REPO / "bench")
-    committed = (REPO / "compose" / "demo.yml").read_text()
-    assert committed == compose.render(settings, "demo"), \
-        "compose/demo.yml is out of date: run `sandbench compose export demo`"
+    files = sorted((REPO / "compose").glob("*.yml"))
+    assert {f.stem for f in files} >= {"demo", "csharp", "csharp-held-out", "typescript-parity"}
+    for file in files:
+        assert file.read_text() == compose.render(settings, file.stem), \
+            f"compose/{file.name} is out of date: run `sandbench compose export {file.stem}`"
 
 
 def test_every_isolation_setting_of_a_run_is_in_the_file() -> None:

@@ -43,7 +43,8 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_the_shipped_lock_pins_the_methodologys_corpora() -> None:
     pins = corpus.load_lock(ROOT / "corpus.lock")
-    assert {(p.id, p.repo, p.sha, p.license) for p in pins.values() if p.id != "demo"} == {
+    registered = {k: p for k, p in pins.items() if p.status == "registered"}
+    assert {(p.id, p.repo, p.sha, p.license) for p in registered.values() if p.id != "demo"} == {
         ("csharp", "MassTransit/MassTransit", "855cf1752c94ca9498e0c45ce8d09fdc9e957dd6",
          "Apache-2.0"),
         ("typescript", "nrwl/nx", "1ce5e91f5ec13cf8812f3e67e1fae33079336876", "MIT"),
@@ -51,7 +52,18 @@ def test_the_shipped_lock_pins_the_methodologys_corpora() -> None:
          "4c9a312bc72e335897553472d0a2e91819bc51b1", "Apache-2.0"),
     }
     assert pins["demo"].builtin == "demo"
-    assert all(p.status == "registered" for p in pins.values())
+    # Substitutes for corpora that cannot be brought here: proposed, pinned, the reason noted.
+    proposed = {k: p for k, p in pins.items() if p.status == "proposed"}
+    assert {(p.id, p.repo, p.sha) for p in proposed.values()} == {
+        ("typescript-substitute", "honojs/hono", "0293343dbf8f0bca52b210a98bcef31cc61395ee"),
+        ("rust-substitute", "tokio-rs/bytes", "76c0fbb54ed4336caf9d2311658a2f4a5627c21d")}
+    assert all("cannot be brought to this machine" in p.note for p in proposed.values())
+
+
+def test_a_proposed_substitute_may_carry_its_sha(tmp_path: Path) -> None:
+    text = GOOD.replace('status = "proposed"', 'status = "proposed"\nsha = "' + "a" * 40 + '"')
+    pins = corpus.load_lock(write(tmp_path, text))
+    assert pins["later"].sha == "a" * 40 and pins["later"].status == "proposed"
 
 
 def test_a_proposed_corpus_loads_without_a_sha(tmp_path: Path) -> None:
@@ -73,9 +85,9 @@ BAD = {
     "id not the table": (GOOD.replace('id = "sample"', 'id = "other"'), "sample.id", 4),
     "bad status": (GOOD.replace('"registered"', '"approved"'), "sample.status", 10),
     "bad kind": (GOOD.replace('"target"', '"main"'), "sample.kind", 9),
-    "proposed with a sha": (GOOD.replace('status = "proposed"',
-                                         'status = "proposed"\nsha = "' + "a" * 40 + '"'),
-                            "later.sha", 20),
+    "proposed with a short sha": (GOOD.replace('status = "proposed"',
+                                               'status = "proposed"\nsha = "' + "a" * 7 + '"'),
+                                  "later.sha", 20),
     "registered without a sha": (GOOD.replace(
         'sha = "0123456789abcdef0123456789abcdef01234567"\n', ""), "sample.sha", 3),
     "non-string": (GOOD.replace('note = ""', "note = 3"), "sample.note", 11),

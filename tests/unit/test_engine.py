@@ -12,6 +12,7 @@ from typing import Any
 import docker.errors
 import pytest
 import requests.exceptions
+import urllib3.exceptions
 
 from orchestrator import cleanup
 from orchestrator.engine import Engine
@@ -212,3 +213,21 @@ def test_cleanup_finds_by_label_and_removes_by_id() -> None:
                                    "sandbench.temporary=true"]
     engine.containers.clear()  # removed meanwhile: not reported as removed by us
     assert [r.id for r in cleanup.remove(engine, found)] == ["i1"]  # type: ignore[arg-type]
+
+
+def test_a_build_stream_the_engine_cuts_off_is_one_engine_error_naming_the_build() -> None:
+    engine, _ = fake_engine()
+
+    def progress() -> Any:
+        yield {"stream": "Step 1/2 : FROM base"}
+        raise urllib3.exceptions.ProtocolError(
+            "Connection broken: IncompleteRead(0 bytes read)")
+
+    api = SimpleNamespace(build=lambda **_: progress(), close=lambda: None)
+    engine._stream_client = lambda timeout_s: api  # type: ignore[method-assign]
+    seen = []
+    with pytest.raises(EngineError, match="engine failed: build ctx") as raised:
+        for chunk in engine.build(Path("/tmp/ctx"), tag="t", build_args={}, labels={}):
+            seen.append(chunk)
+    assert seen == [{"stream": "Step 1/2 : FROM base"}]
+    assert "IncompleteRead" in raised.value.why

@@ -27,12 +27,47 @@ def test_the_shipped_recipes_load_in_build_order() -> None:
     recipes = images.load_recipes(REPO / "images")
     names = list(recipes)
     assert names[0] == "base"
-    assert set(names) == {"base", "rg", "ast-grep", "code-review-graph", "probe", "devscout"}
-    assert all(recipes[n].parent == "base" for n in names[1:])
+    assert set(names) == {"base", "rg", "ast-grep", "code-review-graph", "probe", "devscout",
+                          "mcp", "code-index-mcp", "ctags", "aider-repomap", "serena",
+                          "oracle-scip-typescript", "base-trixie", "oracle-rust-analyzer"}
+    # Two roots (bookworm and trixie), each a bootstrap; every other image FROM one of them
+    # or from an image of its own (an MCP arm's image carries the client), after its parent.
+    roots = {n for n in names if recipes[n].bootstrap is not None}
+    assert roots == {"base", "base-trixie"}
+    for n in set(names) - roots:
+        assert names.index(recipes[n].parent) < names.index(n)
+    assert recipes["oracle-rust-analyzer"].parent == "base-trixie"
+    assert recipes["code-index-mcp"].parent == recipes["serena"].parent == "mcp"
+    assert all(recipes[n].parent == "base"
+               for n in set(names) - roots - {"oracle-rust-analyzer", "code-index-mcp", "serena"})
+
+
+def test_the_npm_oracle_is_pinned_by_its_lockfile() -> None:
+    import json
+    lock = json.loads((REPO / "images/oracle-scip-typescript/package-lock.json").read_text())
+    packages = {k: v for k, v in lock["packages"].items() if k}
+    assert packages["node_modules/@sourcegraph/scip-typescript"]["version"] == "0.4.0"
+    assert all(v.get("integrity", "").startswith("sha512-") for v in packages.values())
+    assert "npm ci" in (REPO / "images/oracle-scip-typescript/Dockerfile").read_text()
+
+
+def test_serenas_language_server_is_pinned_by_its_lockfile() -> None:
+    import json
+    lock = json.loads((REPO / "images/serena/package-lock.json").read_text())
+    packages = {k: v["version"] for k, v in lock["packages"].items() if k}
+    assert packages == {"node_modules/typescript": "5.9.3",
+                        "node_modules/typescript-language-server": "4.4.1"}
+    assert all(v["integrity"].startswith("sha512-")
+               for k, v in lock["packages"].items() if k)
+    dockerfile = (REPO / "images/serena/Dockerfile").read_text()
+    assert "npm ci" in dockerfile and "--ignore-scripts" in dockerfile
+    # The folder serena looks in is named by the two versions (typescript_language_server.py).
+    assert "ts-lsp-5.9.3-4.4.1" in (REPO / "images/serena/sandbench-serena").read_text()
 
 
 def test_python_recipes_pin_every_dependency_with_hashes() -> None:
-    for name in ("ast-grep", "code-review-graph"):
+    for name in ("ast-grep", "code-review-graph", "mcp", "code-index-mcp", "aider-repomap",
+                 "serena"):
         text = (REPO / "images" / name / "requirements.txt").read_text()
         pins = [line for line in text.splitlines() if line and line[0].isalnum()]
         assert pins and all("==" in p for p in pins)

@@ -52,7 +52,8 @@ def reaches(parsed: parsers.Parsed) -> bool:
 # -- the registry -----------------------------------------------------------------------------
 
 def test_every_parser_is_registered_under_its_own_name() -> None:
-    assert set(parsers.PARSERS) == {"rg", "ast-grep", "code-review-graph", "devscout"}
+    assert set(parsers.PARSERS) == {"rg", "ast-grep", "code-review-graph", "devscout",
+                                    "code-index-mcp", "serena"}
     for name, parser in parsers.PARSERS.items():
         assert parser.name == name
         assert parsers.get_parser(name) is parser
@@ -377,3 +378,86 @@ def test_calls_count_marker_lines_only_at_line_start() -> None:
     assert parsers.count_calls(err) == 2
     assert parsers.count_calls(b"INFO: building\n") == 1
     assert parsers.get_parser("rg").parse(b"", err, "locate").calls == 2
+
+
+@pytest.mark.parametrize(("name", "kind", "truth"), [
+    ("references-money-csharp", "references", MONEY_CS),
+    ("references-format-money", "references", FORMAT_MONEY),
+    ("references-stock-level", "references", STOCK_LEVEL),
+])
+def test_code_index_mcp_matches_are_rows_with_line_and_text(name: str, kind: str,
+                                                            truth: set[str]) -> None:
+    parsed = parse("code-index-mcp", name, kind)
+    assert {r.path for r in parsed.rows} == truth
+    assert all(r.line is not None and r.line >= 1 and r.reason for r in parsed.rows)
+    assert parsed.calls == 1
+
+
+def test_code_index_mcp_money_row_is_the_declaration_line() -> None:
+    rows = parse("code-index-mcp", "references-money-csharp", "references").rows
+    assert Row("dotnet/src/Ordering/Money.cs", 4,
+               "public readonly record struct Money(long MinorUnits, string Currency)") in rows
+
+
+@pytest.mark.parametrize("stdout", [b'{"results": {}}', b"[]", b'{"results": [{"line": 3}]}',
+                                    b'{"results": [{"file": "/etc/passwd", "line": 1}]}',
+                                    b'{"results": [{"file": "a.cs", "line": 0}]}', b"not json"])
+def test_code_index_mcp_refuses_other_shapes(stdout: bytes) -> None:
+    with pytest.raises(ParseError):
+        parsers.get_parser("code-index-mcp").parse(stdout, b"", "references")
+
+
+def test_serena_references_are_the_marked_lines_one_based() -> None:
+    parsed = parse("serena", "references-format-money", "references")
+    # serena leaves out the definition (include_self=False): money.ts is not answered.
+    assert files(parsed) == ["web/src/checkout/checkout.ts", "web/src/index.ts",
+                             "web/test/cart.test.ts"]
+    # The marked line `  >   2:import { formatMoney } ...` is 0-based: line 3 of the file.
+    assert parsed.rows[0] == Row("web/src/checkout/checkout.ts", 3,
+                                 'import { formatMoney } from "../money.js";')
+    assert Row("web/test/cart.test.ts", 17,
+               'assert.equal(formatMoney(cart.total()), "36.99 EUR");') in parsed.rows
+    assert len(parsed.rows) == 5 and reaches(parsed) and parsed.calls == 1
+
+
+def test_serena_references_include_uses_inside_the_declaring_file() -> None:
+    parsed = parse("serena", "references-cart-line", "references")
+    assert files(parsed) == ["web/src/cart/cartLine.ts", "web/src/api/ordersClient.ts",
+                             "web/src/cart/cart.ts"]
+    assert Row("web/src/api/ordersClient.ts", 1,
+               'import type { CartLine } from "../cart/cartLine.js";') in parsed.rows
+
+
+def test_serena_shortened_answers_keep_their_paths() -> None:
+    serena = parsers.get_parser("serena")
+    no_context = (b"References without surrounding lines:\n"
+                  b'{"web/src/index.ts": {"File": [{"name_path": "index", "reference_line": 5}]}}')
+    assert serena.parse(no_context, b"", "references").rows == (
+        Row("web/src/index.ts", 6, "index"),)
+    counts = b'Reference counts per file:\n{"web/src/a.ts": 2, "web/src/b.ts": 1}'
+    assert serena.parse(counts, b"", "references").rows == (
+        Row("web/src/a.ts", None, None), Row("web/src/b.ts", None, None))
+    assert serena.parse(b"{}", b"", "references").rows == ()
+
+
+@pytest.mark.parametrize("stdout", [
+    b"Found 812 references.", b"[]", b'{"a.ts": []}', b'{"a.ts": {"File": {}}}',
+    b'{"a.ts": {"File": [{"name_path": "a"}]}}',
+    b'{"a.ts": {"File": [{"content_around_reference": "...   1:x\\n...   2:y"}]}}',
+    b'{"/etc/passwd": {"File": [{"content_around_reference": "  >   0:x"}]}}',
+    b'References without surrounding lines:\n{"a.ts": {"File": [{"reference_line": -1}]}}',
+    b"not json"])
+def test_serena_refuses_other_shapes(stdout: bytes) -> None:
+    with pytest.raises(ParseError):
+        parsers.get_parser("serena").parse(stdout, b"", "references")
+
+
+def test_ctags_locate_is_ranked_files_of_definitions_one_call_per_word() -> None:
+    parsed = parsers.get_parser("rg").parse(*fixture("ctags", "locate-bulk-threshold"),
+                                            "locate")
+    files = list(dict.fromkeys(r.path for r in parsed.rows))
+    assert files[:2] == ["dotnet/src/Ordering/Order.cs",
+                         "dotnet/src/Ordering/Pricing/BulkDiscountRule.cs"]
+    assert len(files) == 5 and all(r.line and r.reason for r in parsed.rows)
+    stderr = fixture("ctags", "locate-bulk-threshold")[1]
+    assert parsed.calls == stderr.count(b"sandbench-call: readtags ") == 19

@@ -106,3 +106,36 @@ def test_an_unverified_guard_is_a_deviation() -> None:
     env = disclosure(run, "rg", {"rg": "available"}, {"rg": None}, [], [])
     assert env["network"] == "n/a"
     assert any("no stored passing guard verdict for: rg" in d for d in env["deviations"])
+
+
+def _engines_run(engines: dict) -> dict:
+    return {"run_id": "r", "date": "2026-01-01", "deviations": [], "suite": {"reps": 1},
+            "corpus": {"repo": "o/r", "sha": "a", "tracked_files": 1},
+            "host": {"arch": "x86_64", "cores": 2, "memory_bytes": 8 << 30},
+            "engines": engines,
+            "arms": {"rg": {"tool_version": "ripgrep 13.0.0", "engine": "engine-a"},
+                     "ast-grep": {"tool_version": "ast-grep 0.51.1", "engine": "engine-b"}}}
+
+
+def test_a_run_over_several_engines_lists_every_host_and_where_each_arm_ran() -> None:
+    facts = {"version": "20.10.24", "arch": "x86_64", "cores": 2, "memory_bytes": 8 << 30,
+             "on_this_host": True}
+    run = _engines_run({"engine-a": facts, "engine-b": {**facts, "arch": "aarch64",
+                                                        "cores": 4}})
+    env = disclosure(run, "rg", {"rg": "available", "ast-grep": "available"},
+                     {"rg": True, "ast-grep": True}, [], [])
+    assert env["host"] == (
+        "x86_64 host, idleness not recorded; 2 cores, 8.0 GiB RAM; engines: engine-a (Docker "
+        "20.10.24, x86_64, 2 cores, 8.0 GiB RAM, this host); engine-b (Docker 20.10.24, "
+        "aarch64, 4 cores, 8.0 GiB RAM, this host)")
+    assert ("the arms ran on 2 Docker engines, each arm's container on one: rg on engine-a; "
+            "ast-grep on engine-b") in env["deviations"]
+
+
+def test_a_one_engine_run_discloses_its_host_as_before() -> None:
+    run = _engines_run({"engine-a": {"version": "1", "arch": "x86_64", "cores": 2,
+                                     "memory_bytes": 8 << 30}})
+    env = disclosure(run, "rg", {"rg": "available", "ast-grep": "available"},
+                     {"rg": True, "ast-grep": True}, [], [])
+    assert env["host"] == "x86_64 host, idleness not recorded; 2 cores, 8.0 GiB RAM"
+    assert not any("Docker engines" in d for d in env["deviations"])

@@ -80,7 +80,11 @@ def test_where_peers_win_is_generated_for_every_band_and_metric(scored: RunBuild
     assert cells[("references", "warm_ms")]["values"]["peer"] == 46.0
     text = render_markdown(scores)
     section = text[text.index("## Where peers win"):text.index("## Definitions")]
-    assert section.count("\n| ") == len(cells) + 2  # the header and the rule
+    # the header, the rule, and four rows saying what each arm's column is
+    assert section.count("\n| ") == len(cells) + 2 + 4
+    for label in ("tool version", "image id", "set-up s (install + index)",
+                  "break-even vs baseline"):
+        assert f"| arm | {label} |" in section
 
 
 def test_a_cost_disagreement_is_called_out(tmp_path: Path) -> None:

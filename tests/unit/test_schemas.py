@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 
 from orchestrator import arms, corpus, guards
 from orchestrator.errors import InputError
+from orchestrator.kinds import ALL_KINDS
 from orchestrator.settings import PACKAGE_DIR
 from orchestrator.values import load_schema
 
@@ -26,9 +27,9 @@ def test_every_schema_is_a_valid_schema(path: Path) -> None:
 
 def test_the_schemas_name_the_kinds_the_code_knows() -> None:
     arm = load_schema("arm.schema.json")["properties"]
-    assert list(arm["tasks"]["properties"]) == list(arms.KINDS)
-    assert list(arm["not_attempted"]["properties"]) == list(arms.KINDS)
-    assert arm["tasks"]["x-unknown"] == f"a task kind among {list(arms.KINDS)}"
+    assert list(arm["tasks"]["properties"]) == list(ALL_KINDS)
+    assert list(arm["not_attempted"]["properties"]) == list(ALL_KINDS)
+    assert arm["tasks"]["x-unknown"] == f"a task kind among {list(ALL_KINDS)}"
     assert set(arm["limits"]["properties"]) == {*arms.MIB_LIMITS, "pids", "cpus"}
 
 
@@ -46,14 +47,17 @@ def _arm(tmp_path: Path, edit: str) -> Path:
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    ('colour = "red"', "colour: expected one of ['description', 'env', 'image', 'limits', "
-     "'not_attempted', 'parser', 'setup', 'tasks'], found 'colour'"),
+    ('colour = "red"', "colour: expected one of ['description', 'env', 'image', 'kind', "
+     "'limits', 'mcp', 'not_attempted', 'oracle', 'parser', 'protocol', 'setup', 'tasks'], "
+     "found 'colour'"),
+    ('protocol = "lsp"', "protocol: expected \"cli\" (the default) or \"mcp\", found 'lsp'"),
     ("description = 1", "description: expected a string, found 1"),
     ("[limits]\ncpus = true", "limits.cpus: expected a positive number, found True"),
     ("[limits]\npid = 3", "limits.pid: expected one of ['corpus_margin_mib', 'cpus', "
      "'memory_mib', 'out_mib', 'pids', 'state_mib', 'tmp_mib'], found 'pid'"),
     ("[tasks.lookup]\nargv = [\"x\"]", "tasks.lookup: expected a task kind among "
-     "['locate', 'references', 'impact', 'e2e-retrieval'], found 'lookup'"),
+     "['locate', 'references', 'impact', 'e2e-retrieval', 'call-edges', 'test-edges'], "
+     "found 'lookup'"),
     ("[setup]\nargv = [\"x\", 2]", "setup.argv: expected a non-empty list of strings, "
      "found ['x', 2]"),
     ("[setup]\ncommand = [\"x\"]", "setup: expected a table with argv and an optional "

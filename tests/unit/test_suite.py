@@ -114,3 +114,48 @@ def test_an_unsealed_suite_says_how_to_seal(project: Settings) -> None:
     with pytest.raises(InputError, match="not sealed") as err:
         suite.verify_seal(_suite(project), project)
     assert "sandbench suite seal demo" in err.value.fix
+
+
+def test_the_csharp_suites_declare_resolver_precision_not_attempted() -> None:
+    for name in ("csharp", "csharp-held-out"):
+        loaded = suite.load_suite(REPO / "suites", name)
+        reason, source = loaded.families_not_attempted["resolver-precision"]
+        assert ".NET SDK" in reason and "Roslyn" in source
+        assert {t.kind for t in loaded.tasks} == {"locate", "references", "impact",
+                                                  "e2e-retrieval"}
+
+
+@pytest.mark.parametrize(("extra", "key"), [
+    ('\n[oracle]\narm = "oracle-scip-typescript"\n', "oracle"),
+    ('\n[oracle]\narm = "oracle-scip-typescript"\nproject = "../web"\n', "oracle.project"),
+    ('\n[oracle]\narm = "x"\nproject = "web"\nedges = "yes"\n', "oracle.edges"),
+    ('\n[families_not_attempted.speed]\nreason = "r"\nsource = "s"\n',
+     "families_not_attempted.speed"),
+    ('\n[families_not_attempted.rust-edges]\nreason = ""\nsource = "s"\n',
+     "families_not_attempted.rust-edges"),
+])
+def test_bad_oracle_and_family_tables_name_the_key(project: Settings, extra: str,
+                                                   key: str) -> None:
+    path = project.suites_dir / "demo" / "suite.toml"
+    path.write_text(path.read_text() + extra)
+    with pytest.raises(InputError) as err:
+        _suite(project)
+    assert err.value.data["key"] == key and err.value.exit_code == 2
+
+
+def test_an_oracle_suite_seals_its_truth_only_once_built(project: Settings) -> None:
+    path = project.suites_dir / "demo" / "suite.toml"
+    path.write_text(path.read_text() + '\n[oracle]\narm = "oracle-scip-typescript"\n'
+                    'project = "web"\n')
+    demo = _suite(project)
+    with pytest.raises(InputError, match="no compiler truth yet") as err:
+        suite.seal(demo, project)
+    assert err.value.fix == "sandbench truth build demo"
+    truth = demo.truth_file()
+    assert truth is not None
+    truth.parent.mkdir()
+    truth.write_text("{}\n")
+    suite.seal(demo, project)
+    truth.write_text('{"edited": true}\n')
+    assert {d.file for d in suite.verify_seal(demo, project)} == {
+        "suites/demo/truth/oracle-scip-typescript.json"}

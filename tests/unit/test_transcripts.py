@@ -66,8 +66,9 @@ def test_a_record_round_trips_and_matches_its_schema(tmp_path: Path) -> None:
     assert transcripts.read_record(path) == _record()
     schema = json.loads((REPO / "orchestrator/schemas/exec-record.schema.json").read_text())
     data = json.loads(path.read_text())
-    # exec_path is written in every record now; records made before it existed lack it.
-    assert set(schema["required"]) == set(data) - {"exec_path"}
+    # exec_path and engine are written in every record now; records made before they
+    # existed lack them.
+    assert set(schema["required"]) == set(data) - {"exec_path", "engine"}
     assert data["exec_path"] in schema["properties"]["exec_path"]["enum"]
     for key in ("timing", "exit", "helper", "limits"):
         assert set(schema["properties"][key]["required"]) == set(data[key]), key

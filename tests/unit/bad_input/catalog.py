@@ -135,8 +135,10 @@ def corpus_lock(base: dict[str, Any]) -> dict[str, S[Damage]]:
 
     missing = _any([
         _del(base, ("version",)),
-        pairs.map(lambda tf: _toml("missing", drop(base, tf), dotted(tf),
-                                   f"{dotted(tf)} removed")),
+        # A proposed substitute may go without its sha (corpus.lock's own rule).
+        pairs.filter(lambda tf: not (tf[1] == "sha" and base[tf[0]].get("status") == "proposed")
+                     ).map(lambda tf: _toml("missing", drop(base, tf), dotted(tf),
+                                            f"{dotted(tf)} removed")),
     ])
     wrong = _any([
         _set(base, ("version",), "wrong-type", _toml_wrong({"int"})),
@@ -171,8 +173,10 @@ def corpus_lock(base: dict[str, Any]) -> dict[str, S[Damage]]:
                             f"[{t[0]}] renamed [{t[1]}], its id unchanged")),
         _set(base, ("version",), "out-of-range", st.integers(-(2 ** 31), 2 ** 31).filter(
             lambda v: v != 1)),
-        table.map(lambda t: _toml("out-of-range", put(base, (t, "status"), "proposed"),
-                                  f"{t}.sha", f"{t} marked proposed, its sha kept")),
+        # A proposed substitute may carry its sha, but only a full one.
+        table.map(lambda t: _toml("out-of-range", put(put(base, (t, "status"), "proposed"),
+                                                      (t, "sha"), "0123abc"),
+                                  f"{t}.sha", f"{t} marked proposed, its sha cut short")),
     ])
     return {"missing": missing, "wrong-type": wrong, "unknown-key": unknown,
             "out-of-range": out_of_range}
@@ -627,8 +631,8 @@ def images_lock_defects(base: dict[str, Any]) -> dict[str, S[Damage]]:
 # -- cells/ARM/TASK/REP/record.json -------------------------------------------------------------
 
 RECORD_FIELDS = sorted(transcripts.ExecRecord.__dataclass_fields__)
-# Present in every record made now, optional in the schema: older records lack it.
-REQUIRED_RECORD_FIELDS = [k for k in RECORD_FIELDS if k != "exec_path"]
+# Present in every record made now, optional in the schema: older records lack them.
+REQUIRED_RECORD_FIELDS = [k for k in RECORD_FIELDS if k not in ("exec_path", "engine")]
 STREAM_FIELDS = sorted(transcripts.StreamInfo.__dataclass_fields__)
 
 

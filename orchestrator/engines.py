@@ -1,0 +1,240 @@
+"""Several Docker engines in one run: which addresses are accepted, what each engine is
+(its facts, recorded in run.json), where each arm runs, and what an engine must have and
+pass before an arm runs on it (the arm's locked image, moved there with `images
+export`/`import` when it is missing; the guards, verified there by a pre-flight sandbox).
+
+An arm's container lives on one engine (its cold and warm cells and its index stay
+together). The arm's file systems (workfs: loop-mounted ext4 images) and the timing helper
+are bind-mounted from this host, so an engine can run arms only when it is on this host: a
+unix socket here. An ssh:// or tcp:// engine is connected to and described, and then refused
+by name: sandbench does not make file systems on another host, and will not pretend to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from orchestrator import guards, log
+from orchestrator.engine import Engine, engine_address, tls_config
+from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
+from orchestrator.images import ImageLock, transfer
+from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox_spec import HelperFile, SandboxSpec
+from orchestrator.settings import Settings
+
+logger = log.get(__name__)
+
+MOVE, STOP = "move", "stop"
+ON_REFUSED = (MOVE, STOP)
+PLAIN_TCP_WHY = ("the Docker API over plain TCP is neither encrypted nor authenticated: "
+                 "whoever reaches the port controls that engine as root, and the run's images, "
+                 "commands and transcripts cross the network in clear")
+
+
+def check_address(url: str, insecure: bool) -> str:
+    """An engine URL as the docker SDK takes it, refused when it is a plain TCP one and the
+    user did not say --insecure-engine."""
+    scheme = urlparse(url).scheme
+    if scheme not in ("unix", "ssh", "tcp", "https", "http"):
+        raise InputError.bad_value("--engine", "--engine",
+                                   "unix://PATH, ssh://[USER@]HOST or tcp://HOST:PORT", url)
+    plain = scheme == "http" or (scheme == "tcp" and tls_config() is None)
+    if plain and not insecure:
+        raise InputError(f"engine {url}: plain tcp:// without TLS is refused",
+                         why=PLAIN_TCP_WHY,
+                         fix="set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH (ca.pem, cert.pem, "
+                             "key.pem), use ssh://, or pass --insecure-engine on a network "
+                             "only you can reach", key="--engine", found=url)
+    return url
+
+
+def on_this_host(url: str) -> bool:
+    """A unix socket that exists here: the engine shares this host's file systems."""
+    parsed = urlparse(url)
+    path = parsed.path if not parsed.netloc else f"/{parsed.netloc}{parsed.path}"
+    return parsed.scheme == "unix" and Path(path).is_socket()
+
+
+@dataclass
+class Member:
+    """One engine of a run: its address, connection and facts, and why it was refused."""
+
+    url: str
+    engine: Engine
+    facts: dict[str, Any]
+    refused: str | None = None
+    imported: dict[str, float] = field(default_factory=dict)  # image -> seconds to bring
+
+    @property
+    def id(self) -> str:
+        return str(self.facts["id"])
+
+    @property
+    def local(self) -> bool:
+        return on_this_host(self.url)
+
+
+def facts(engine: Engine, url: str) -> dict[str, Any]:
+    """What run.json and the disclosure record of an engine: its versions and its host's
+    architecture, cores and memory (never its host name)."""
+    version = engine.version()
+    info = engine.info()
+    # `docker info`'s ID comes from a key file that daemons of one host may share; with the
+    # daemon's root directory it names one engine (the directory itself is not recorded).
+    identity = f"{info.get('ID')}\0{info.get('DockerRootDir')}".encode()
+    return {"id": "engine-" + hashlib.sha256(identity).hexdigest()[:12], "url": url, "version": version.get("Version"),
+            "api_version": version.get("ApiVersion"), "kernel": version.get("KernelVersion"),
+            "os": version.get("Os"), "arch": info.get("Architecture"),
+            "cores": info.get("NCPU"), "memory_bytes": info.get("MemTotal"),
+            "storage_driver": info.get("Driver"), "security_options": info.get("SecurityOptions"),
+            "on_this_host": on_this_host(url)}
+
+
+def connect(urls: Sequence[str] | None, insecure: bool = False) -> list[Member]:
+    """Every engine given (the default one when none is), each URL checked before it is
+    dialled; two URLs reaching the same engine are one member."""
+    members: list[Member] = []
+    for url in [check_address(u, insecure) for u in (urls or [engine_address()])]:
+        engine = Engine.connect(address=url)
+        member = Member(url, engine, facts(engine, url))
+        if any(m.id == member.id for m in members):
+            logger.warning("engine_listed_twice", url=url, engine=member.id)
+            continue
+        members.append(member)
+    return members
+
+
+def place(arms: Sequence[str], members: Sequence[Member],
+          previous: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """arm -> engine id: an arm stays where it ran before when that engine is still usable,
+    else it goes to the usable engine with the fewest arms (ties: the order given)."""
+    usable = [m for m in members if m.refused is None]
+    if not usable:
+        raise SandbenchError("no engine can run the arms",
+                             why="; ".join(f"{m.url}: {m.refused}" for m in members),
+                             fix="give an engine on this host that passes the guards")
+    ids = {m.id for m in usable}
+    placement: dict[str, str] = {}
+    for arm in arms:
+        was = (previous or {}).get(arm)
+        if was in ids:
+            placement[arm] = was
+    for arm in arms:
+        if arm not in placement:
+            counts = {m.id: sum(1 for e in placement.values() if e == m.id) for m in usable}
+            placement[arm] = min(usable, key=lambda m: counts[m.id]).id
+    return placement
+
+
+def refuse(member: Member, why: str, on_refused: str) -> None:
+    """Mark an engine refused by name; with --on-engine-refused stop, stop the run."""
+    member.refused = why
+    logger.error("engine_refused", engine=member.id, url=member.url, why=why)
+    if on_refused == STOP:
+        raise SandbenchError(f"engine {member.url} ({member.id}) refused", why=why,
+                             fix="fix that engine, leave it out, or let its arms move to the "
+                                 "other engines: --on-engine-refused move")
+
+
+def bring_images(member: Member, sources: Iterable[Member], settings: Settings,
+                 names: Sequence[str], scratch: Path) -> None:
+    """The locked images `names` present on `member` by id: those missing are saved from an
+    engine that has them and loaded there through `images export`/`images import` (the
+    archive's sha256 and the helper's digest verified, each image id checked after the
+    load). An image the engine holds under the lock's tag with another id is refused."""
+    lock = ImageLock.load(settings.images_lock)
+    missing = []
+    for name in names:
+        locked = lock.image_id(name)
+        if member.engine.image_id(locked) is not None:
+            continue
+        tagged = member.engine.image_id(lock.images[name]["tag"])
+        if tagged is not None and tagged != locked:
+            raise SandbenchError(f"engine {member.url} has image {lock.images[name]['tag']} "
+                                 f"as {tagged}, the lock says {locked}",
+                                 why="an image under the locked tag with another id is not "
+                                     "the locked image", fix="remove that tag on the engine, "
+                                     "or run on another engine")
+        missing.append(name)
+    if not missing:
+        return
+    source = next((s for s in sources if s.id != member.id and all(
+        s.engine.image_id(lock.image_id(n)) for n in missing)), None)
+    if source is None:
+        raise SandbenchError(f"no engine of the run has images {missing} to copy to "
+                             f"{member.url}", fix="sandbench images build, then run again")
+    scratch.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="transfer-", dir=scratch))
+    try:
+        began = time.monotonic()
+        archive = folder / "images.tar"
+        transfer.export(source.engine, settings, missing, archive)
+        # The import adopts the archive's lock entries: into a copy of this host's lock, so
+        # the run's lock is never rewritten under it.
+        private = Settings(project_root=settings.project_root, bench_root=folder / "root")
+        private.bench_root.mkdir()
+        shutil.copy2(settings.images_lock, private.images_lock)
+        transfer.import_(member.engine, private, archive)
+        seconds = time.monotonic() - began
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    for name in missing:
+        member.imported[name] = round(seconds, 3)
+    logger.info("images_imported", engine=member.id, images=missing, seconds=round(seconds, 3))
+
+
+def preflight(member: Member, settings: Settings, run_id: str, user: str, exec_path: str,
+              folder: Path) -> list[guards.GuardResult]:
+    """The guards verified on `member` exactly as for an arm, in a sandbox of the locked
+    base image with no mounts but the helper: what fails here is the engine's doing."""
+    lock = ImageLock.load(settings.images_lock)
+    helper, digest = lock.helper()
+    spec = SandboxSpec(run_id=run_id, arm="preflight", image_id=lock.image_id("base"),
+                       tool_version="", user=user, env={}, helper=HelperFile(helper, digest),
+                       workdir="/", exec_path=exec_path)
+    with Sandbox(member.engine, spec) as box:
+        return box.verify(folder)
+
+
+def prepare(members: Sequence[Member], placement: Mapping[str, str], images_of: Mapping[str, str],
+            settings: Settings, run_id: str, user: str, exec_path: str, run_dir: Path,
+            on_refused: str) -> bool:
+    """Every engine that has arms placed on it made ready: on this host, its images present,
+    its pre-flight guards passed. Returns False when an engine was refused (its arms need
+    another place), True when every placed engine is ready."""
+    by_id = {m.id: m for m in members}
+    for engine_id in dict.fromkeys(placement.values()):
+        member = by_id[engine_id]
+        if not member.local:
+            refuse(member, "not on this host: an arm's corpus copy, /state and /out are "
+                   "size-bounded file systems sandbench makes and loop-mounts here, and the "
+                   "timing helper is this host's file; it makes neither on another host",
+                   on_refused)
+            return False
+        arms_here = [a for a, e in placement.items() if e == engine_id]
+        try:
+            bring_images(member, members, settings,
+                         sorted({"base", *(images_of[a] for a in arms_here)}),
+                         settings.bench_root / "transfer")
+            preflight(member, settings, run_id, user, exec_path,
+                      run_dir / "engines" / member.id / "preflight")
+        except GuardViolation as exc:
+            refuse(member, f"guards failed in its pre-flight sandbox: {exc.why}", on_refused)
+            return False
+        except (EngineError, SandbenchError) as exc:
+            if isinstance(exc, InputError):
+                raise
+            refuse(member, f"{exc.what}" + (f": {exc.why}" if exc.why else ""), on_refused)
+            return False
+    return True
+
+
+

@@ -1,0 +1,184 @@
+"""`sandbench truth build SUITE`: run the suite's oracle in a sandbox like any arm's (its own
+file systems, a private corpus copy, guards verified, no network, a verbatim transcript), decode
+the index it wrote to stdout, and store the truth sets under the suite with the oracle's image
+id, tool version and transcript hashes. The scorer never runs an oracle: it reads this file,
+which the suite's seal covers.
+
+Nothing is written under the suite unless every step held: an oracle that fails, an index
+that does not decode, a task whose rule gives an empty set each stop with one error naming
+the transcript or the task file, and the previous truth file stays as it was."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from orchestrator import arms, corpus, log, rundir, suite, workfs
+from orchestrator.engine import Engine
+from orchestrator.errors import InputError, SandbenchError
+from orchestrator.fsutil import atomic_write_json, sha256_file
+from orchestrator.images import ImageLock
+from orchestrator.oracle import scip, truth
+from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox_spec import default_user, for_arm
+from orchestrator.settings import Settings
+from orchestrator.transcripts import RECORD_NAME, ExecRecord
+
+SCHEMA = "sandbench.truth/1"
+INDEX_CELL = "index"
+
+logger = log.get(__name__)
+
+
+class OracleFailed(SandbenchError):
+    """The oracle's command did not end well: the truth cannot come from it."""
+
+    exit_code = 2
+
+
+def oracle_of(settings: Settings, the_suite: suite.Suite) -> arms.ArmSpec:
+    """The suite's oracle arm, checked to be one."""
+    if the_suite.oracle is None:
+        raise InputError.bad_value(the_suite.path / "suite.toml", "oracle",
+                                   "an [oracle] table naming the oracle arm and its project",
+                                   None)
+    (spec,) = arms.load_arms(settings.arms_dir, [the_suite.oracle.arm])
+    if spec.kind != "oracle" or spec.oracle is None:
+        raise InputError.bad_value(the_suite.path / "suite.toml", "oracle.arm",
+                                   "an arm of kind = \"oracle\"", the_suite.oracle.arm)
+    return spec
+
+
+def build(engine: Engine, settings: Settings, suite_name: str) -> Path:
+    """Run the oracle and write suites/SUITE/truth/ORACLE.json; returns its path."""
+    the_suite = suite.load_suite(settings.suites_dir, suite_name)
+    spec = oracle_of(settings, the_suite)
+    assert spec.oracle is not None and the_suite.oracle is not None
+    lock_file = corpus.lock_path(settings)
+    pin = corpus.pin_for(corpus.load_lock(lock_file), the_suite.corpus, lock_file)
+    corpus.verify_pristine(pin, settings)
+    pristine = corpus.corpus_dir(settings, pin.id)
+    suite.check_truth_at_pin(the_suite, pristine)
+    lock = ImageLock.load(settings.images_lock)
+    lock.image_id(spec.image)
+    workfs.require_root(settings.runs_dir)
+    run_id, run_dir = rundir.create(settings.runs_dir, f"truth-{the_suite.name}")
+    log.configure(run_dir / "log.jsonl")
+    argv = spec.oracle.render(the_suite.oracle.project)
+    cell = run_dir / "cells" / spec.name / INDEX_CELL
+    work = run_dir / "work" / spec.name
+    sizes = workfs.sizes(spec.limits, workfs.tree_bytes(pristine))
+    with workfs.mounted(work, sizes, fresh=True):
+        corpus.make_arm_copy(pristine, work / "corpus", pin)
+        with Sandbox(engine, for_arm(lock, spec, run_id, work, default_user(), sizes)) as box:
+            box.verify(run_dir / "guards" / spec.name)
+            logger.info("oracle_index", oracle=spec.name, argv=argv)
+            record = box.exec(argv, cell, timeout_s=spec.oracle.timeout_s)
+    index = _decoded(record, cell, spec)
+    document = truth_document(the_suite, spec, index, record,
+                              lock.images[spec.image].get("tool_version", ""),
+                              lambda rel: _source_at_pin(pristine, rel))
+    document["run"] = {"run_id": run_id, "record_sha256": sha256_file(cell / RECORD_NAME),
+                       "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    path = the_suite.truth_file()
+    assert path is not None
+    atomic_write_json(path, document)
+    return path
+
+
+def _decoded(record: ExecRecord, cell: Path, spec: arms.ArmSpec) -> scip.Index:
+    """The index from a transcript that ended well and kept every byte, or the reason not."""
+    stderr_tail = (cell / "stderr").read_bytes()[-600:].decode("utf-8", "replace").strip()
+    if record.outcome != "ok":
+        raise OracleFailed(f"oracle {spec.name!r} ended {record.outcome} (exit "
+                           f"{record.exit.get('exit_code')}, signal {record.exit.get('signal')})",
+                           why=stderr_tail or None, fix=f"see its transcript {cell}",
+                           file=str(cell))
+    if record.stdout.truncated:
+        raise OracleFailed(f"oracle {spec.name!r} wrote {record.stdout.bytes_total} bytes, more "
+                           f"than the transcript keeps ({record.stdout.bytes_kept})",
+                           fix="index a smaller project (the suite's [oracle] project)",
+                           file=str(cell / "stdout"))
+    try:
+        assert spec.oracle is not None
+        return scip.rebased(scip.decode((cell / "stdout").read_bytes()), spec.oracle.root)
+    except scip.ScipDecodeError as exc:
+        raise OracleFailed(f"{cell / 'stdout'}: the index of oracle {spec.name!r} does not "
+                           "decode as SCIP", why=str(exc), file=str(cell / "stdout")) from exc
+
+
+def _source_at_pin(pristine: Path, rel: str) -> str:
+    """A document's text in the pristine copy (at the pin), or one error naming it."""
+    path = pristine / rel
+    if not path.is_file():
+        raise OracleFailed(f"the index names {rel}, which is not a file of the corpus at the "
+                           "pin", file=str(path))
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _check_edge_tasks(the_suite: suite.Suite, spec: arms.ArmSpec,
+                      document: dict[str, Any]) -> None:
+    """An edge task needs the Rust edges block, and a population to be graded against."""
+    from orchestrator.kinds import EDGE_KINDS
+    from orchestrator.score import edges
+
+    for task in the_suite.tasks:
+        if task.kind not in EDGE_KINDS:
+            continue
+        if "rust_edges" not in document:
+            raise InputError.bad_value(the_suite.path / "suite.toml", "oracle.arm",
+                                       f"a Rust oracle (task {task.id} is {task.kind})",
+                                       spec.name)
+        population = edges.EdgeTruth.of(document["rust_edges"]).population()
+        if not population:
+            raise InputError(f"{task.path}: the oracle's truth for this task is empty",
+                             why="the index holds no path call to a fn defined in the corpus",
+                             fix="check the suite's [oracle] project", file=str(task.path))
+
+
+def truth_document(the_suite: suite.Suite, spec: arms.ArmSpec, index: scip.Index,
+                   record: ExecRecord, tool_version: str,
+                   read_source: Callable[[str], str] | None = None) -> dict[str, Any]:
+    """Every truth set the oracle gives the suite's tasks of its language, by the rules in
+    orchestrator/oracle/truth.py, with where each came from."""
+    assert spec.oracle is not None and the_suite.oracle is not None
+    defs = truth.Definitions.of(index)
+    tasks: dict[str, Any] = {}
+    for task in the_suite.tasks:
+        if task.language != spec.oracle.language or task.kind not in ("references", "impact"):
+            continue
+        try:
+            if task.kind == "references":
+                core, symbols = truth.references(index, defs, task.input["symbol"],
+                                                 suite.LANGUAGES[task.language])
+                tasks[task.id] = {"kind": task.kind, "core": core, "symbols": symbols}
+            else:
+                graded, defined = truth.dependents(index, defs, task.input["seed"])
+                tasks[task.id] = {"kind": task.kind, "graded": graded,
+                                  "seed_symbols": defined}
+        except truth.EmptyTruth as exc:
+            raise InputError(f"{task.path}: the oracle's truth for this task is empty",
+                             why=str(exc), fix="check the task's input against the corpus, or "
+                             "drop the task from the oracle's truth", file=str(task.path)) from exc
+    document: dict[str, Any] = {
+        "schema": SCHEMA, "suite": the_suite.name,
+        "oracle": {"arm": spec.name, "image": spec.image, "image_id": record.image_id,
+                   "tool_version": tool_version,
+                   "index_tool": f"{index.tool_name} {index.tool_version}",
+                   "argv": record.argv, "project": the_suite.oracle.project},
+        "transcript": {"stdout_sha256": record.stdout.sha256,
+                       "stdout_bytes": record.stdout.bytes_total,
+                       "stderr_sha256": record.stderr.sha256,
+                       "wall_ns": record.timing.get("wall_ns"),
+                       "maxrss_kb": record.timing.get("maxrss_kb")},
+        "resolution": truth.resolution(index, defs),
+        "rules": truth.RULES, "tasks": tasks}
+    if the_suite.oracle.edges:
+        document["edges"] = truth.edges(index, defs)
+        if spec.oracle.language == "rust" and read_source is not None:
+            # The Rust edges family: every reference's site class, the #[test] scan.
+            document["rust_edges"] = truth.rust_sites(index, defs, read_source)
+    _check_edge_tasks(the_suite, spec, document)
+    return document

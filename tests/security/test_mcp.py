@@ -1,0 +1,200 @@
+"""Hostile MCP servers (tests/security/images/hostile-mcp) in one real run beside rg (first)
+and rg-late (last): each failure is contained in its own cells, classified with its own
+outcome, and the run goes on; nothing the server says or does reaches a record the
+orchestrator writes, and nothing of the session is lost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from orchestrator import mcp, parsers, report
+from orchestrator.score import scorer
+from orchestrator.transcripts import ExecRecord, read_record
+from tests.security.conftest import MCP_CALL_TIMEOUT_S, MCP_MODES, TASKS, World
+
+pytestmark = pytest.mark.integration
+
+
+def _rep(run_dir: Path, mode: str, task: str, rep: int) -> ExecRecord:
+    return read_record(run_dir / "cells" / f"h-mcp-{mode}" / task / str(rep) / "record.json")
+
+
+def _session(run_dir: Path, mode: str, task: str) -> Path:
+    return run_dir / "cells" / f"h-mcp-{mode}" / task / mcp.SESSION
+
+
+def _transcript(run_dir: Path, mode: str, task: str) -> list[dict]:
+    data = (_session(run_dir, mode, task) / "stdout").read_bytes()
+    return [json.loads(line) for line in data.splitlines()]
+
+
+EXPECTED = {  # REP 0 and REP 1 of every task
+    "good": ("ok", "ok"),
+    "exit-early": ("mcp-server-exited", "mcp-server-exited"),
+    "version": ("mcp-version-mismatch", "mcp-version-mismatch"),
+    "error": ("mcp-error-response", "mcp-error-response"),
+    "malformed": ("mcp-malformed-frame", "mcp-malformed-frame"),
+    "hang": ("mcp-call-timeout", "mcp-call-timeout"),
+    "flood": ("ok", "ok"),
+    "bigframe": ("mcp-malformed-frame", "mcp-malformed-frame"),
+    "daemon": ("ok", "ok"),
+    "forge": ("ok", "ok"),
+    "network": ("mcp-tool-error", "mcp-tool-error"),
+    "write": ("mcp-tool-error", "mcp-tool-error"),
+}
+
+
+def test_every_session_failure_has_its_own_outcome_and_the_run_goes_on(mcp_run: Path) -> None:
+    meta = json.loads((mcp_run / "run.json").read_text())
+    assert meta["status"] == "complete"
+    assert set(EXPECTED) == set(MCP_MODES)
+    for mode, (cold, warm) in EXPECTED.items():
+        for task in TASKS:
+            assert (_rep(mcp_run, mode, task, 0).outcome,
+                    _rep(mcp_run, mode, task, 1).outcome) == (cold, warm), (mode, task)
+            session = read_record(_session(mcp_run, mode, task) / "record.json")
+            # The client itself always finishes: every failure is the server's, per call.
+            assert session.outcome == "ok", (mode, task, session.helper)
+            assert session.mcp is None
+    for arm in ("rg", "rg-late"):
+        for task in TASKS:
+            for rep in (0, 1):
+                record = read_record(mcp_run / "cells" / arm / task / str(rep) / "record.json")
+                assert record.outcome == "ok" and not record.flags, (arm, task, rep)
+
+
+def test_the_set_up_cell_names_why_initialize_failed(mcp_run: Path) -> None:
+    setup = {mode: read_record(mcp_run / "cells" / f"h-mcp-{mode}" / "_setup" / "record.json")
+             for mode in MCP_MODES}
+    assert setup["exit-early"].outcome == "mcp-server-exited"
+    assert "exited with code 3" in setup["exit-early"].mcp["detail"]
+    assert setup["version"].outcome == "mcp-version-mismatch"
+    assert "'1999-01-01'" in setup["version"].mcp["detail"]
+    for mode in set(MCP_MODES) - {"exit-early", "version"}:
+        assert setup[mode].outcome == "ok", mode
+        assert setup[mode].timing["wall_ns"] > 0
+    # The server's own words are in its stderr, kept apart from the transcript.
+    stderr = (mcp_run / "cells" / "h-mcp-exit-early" / "_setup" / mcp.SESSION / "stderr")
+    assert b"refusing to start (exit-early)" in stderr.read_bytes()
+
+
+def test_a_well_behaved_server_is_graded_like_any_arm(mcp_run: Path) -> None:
+    for task in TASKS:
+        cold = mcp_run / "cells" / "h-mcp-good" / task / "0"
+        parsed = parsers.get_parser("rg").parse((cold / "stdout").read_bytes(), b"", "references")
+        rg = mcp_run / "cells" / "rg" / task / "0"
+        rg_rows = parsers.get_parser("rg").parse((rg / "stdout").read_bytes(), b"", "references")
+        assert {r.path for r in parsed.rows} >= {r.path for r in rg_rows.rows} - {""}
+        record = _rep(mcp_run, "good", task, 0)
+        assert record.mcp["rep"] == 0 and record.mcp["session_outcome"] == "ok"
+        assert 0 < record.timing["wall_ns"] <= record.mcp["session_wall_ns"]
+        lines = _transcript(mcp_run, "good", task)
+        kinds = [line["kind"] for line in lines]
+        assert kinds[0] == "start" and kinds[-1] == "end"
+        # initialize, notifications/initialized, and the call twice (cold, warm): both ways.
+        sent = [json.loads(line["frame"]) for line in lines if line["kind"] == "send"]
+        assert [m.get("method") for m in sent] == ["initialize", "notifications/initialized",
+                                                   "tools/call", "tools/call"]
+        assert sent[0]["params"]["protocolVersion"] == "2025-06-18"
+        stamps = [line["t"] for line in lines]
+        assert stamps == sorted(stamps)
+
+
+def test_a_hang_is_cut_at_the_call_limit_and_the_warm_call_is_never_sent(mcp_run: Path) -> None:
+    cold = _rep(mcp_run, "hang", TASKS[0], 0)
+    assert cold.timing["wall_ns"] is None  # no answer: no call time
+    assert "within the limit" in cold.mcp["detail"]
+    warm = _rep(mcp_run, "hang", TASKS[0], 1)
+    assert warm.mcp["detail"].startswith("not sent: the session had ended")
+    session = read_record(_session(mcp_run, "hang", TASKS[0]) / "record.json")
+    assert session.timing["wall_ns"] >= MCP_CALL_TIMEOUT_S * 1_000_000_000
+
+
+def test_a_flood_is_capped_in_the_transcript_and_the_answers_are_kept(mcp_run: Path) -> None:
+    for task in TASKS:
+        session = read_record(_session(mcp_run, "flood", task) / "record.json")
+        assert not session.stdout.truncated
+        assert session.stdout.bytes_kept < 64 << 20
+        lines = _transcript(mcp_run, "flood", task)
+        elided = [line for line in lines if line["kind"] == "recv" and line.get("elided")]
+        assert elided and all(len(line["sha256"]) == 64 for line in elided)
+        assert lines[-1]["kind"] == "end" and lines[-1]["elided"] == len(elided)
+        # The answers came after 24,000 notifications and are whole: the same payload as
+        # the well-behaved server's.
+        good = (mcp_run / "cells" / "h-mcp-good" / task / "0" / "stdout").read_bytes()
+        for rep in (0, 1):
+            assert (mcp_run / "cells" / "h-mcp-flood" / task / str(rep) / "stdout"
+                    ).read_bytes() == good
+
+
+def test_a_frame_over_the_cap_is_refused_and_kept_as_its_digest(mcp_run: Path) -> None:
+    record = _rep(mcp_run, "bigframe", TASKS[0], 0)
+    assert "over the frame cap" in record.mcp["detail"]
+    lines = _transcript(mcp_run, "bigframe", TASKS[0])
+    (big,) = [line for line in lines if line["kind"] == "recv" and line.get("elided")]
+    assert big["bytes"] > mcp.frame_cap(2) and len(big["sha256"]) == 64
+    assert (_session(mcp_run, "bigframe", TASKS[0]) / "stdout").stat().st_size < 1 << 20
+
+
+def test_a_daemon_forked_by_a_server_that_claims_to_be_done_is_killed(mcp_run: Path,
+                                                                        world: World) -> None:
+    sessions = [read_record(_session(mcp_run, "daemon", task) / "record.json")
+                for task in TASKS]
+    for record in sessions:
+        # Killed when the client exited (the helper's subreaper), not left for the next exec.
+        assert record.exit["stray_killed"] >= 1
+        assert record.exit["stray_swept"] == 0
+        assert "stray-processes" not in record.flags
+    for task in TASKS:
+        assert _rep(mcp_run, "daemon", task, 0).exit["stray_killed"] >= 1
+
+
+def test_forged_timing_fields_and_transcript_lines_change_no_record(mcp_run: Path) -> None:
+    for task in TASKS:
+        for rep in (0, 1):
+            record = _rep(mcp_run, "forge", task, rep)
+            # The server sleeps 0.3 s before each answer and claims wall_ns 1 in its result.
+            assert record.timing["wall_ns"] >= 300_000_000, (task, rep)
+            assert "impossible-timing" not in record.flags
+            assert record.outcome == "ok"
+        lines = _transcript(mcp_run, "forge", task)
+        results = [line for line in lines if line["kind"] == "result"]
+        assert [r["call"] for r in results] == ["initialize", 0, 1]  # nothing injected
+        assert all(r["sent"] > 1 for r in results)
+        stderr = (_session(mcp_run, "forge", task) / "stderr").read_bytes()
+        # The client is non-dumpable: its stdout (the transcript's pipe) does not open.
+        assert b"/fd/1 for writing: PermissionError errno 13" in stderr
+        assert b"/mem: PermissionError errno 13" in stderr
+        # The forged record in its own /out is its own file; the orchestrator's is on the host.
+        assert b"write /out/record.json: succeeded" in stderr
+        assert b"write /out/../cells/record.json: " in stderr
+        assert b"write /out/../cells/record.json: succeeded" not in stderr
+
+
+def test_network_and_writes_outside_the_mounts_fail_in_their_cell(mcp_run: Path,
+                                                                  world: World) -> None:
+    net = (_session(mcp_run, "network", TASKS[0]) / "stderr").read_bytes()
+    assert b"ConnectionRefusedError errno 111" in net
+    assert not any(b"MCP-SERVER-WAS-HERE" in data for _, data in world.listener.arrived)
+    payload = (mcp_run / "cells" / "h-mcp-network" / TASKS[0] / "0" / "stdout").read_bytes()
+    assert b"errno 111" in payload  # the tool's own error, as the model would see it
+    write = (_session(mcp_run, "write", TASKS[0]) / "stderr").read_bytes()
+    for path in (b"/etc/sandbench-mcp", b"/usr/local/x", b"/corpus/../x", b"/x"):
+        assert b"write " + path + b": OSError errno 30" in write, path
+
+
+def test_the_scores_and_the_report_name_every_failure_kind(mcp_run: Path,
+                                                            world: World) -> None:
+    scores = scorer.score_run(mcp_run, world.settings.suites_dir / "mcp")
+    for mode, (cold, _) in EXPECTED.items():
+        failures = scores["summary"][f"h-mcp-{mode}"]["all"]["failures"]
+        if cold == "ok":
+            assert failures == {}, mode
+        else:
+            assert failures == {cold: len(TASKS)}, mode
+    text = report.render_markdown(scores)
+    for kind in {k for k, _ in EXPECTED.values()} - {"ok"}:
+        assert kind in text
