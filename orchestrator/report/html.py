@@ -385,7 +385,7 @@ def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
                  f"<h3>Paired cost ratio against the baseline ({_e(suite['baseline'])})</h3>",
                  _p(scores["definitions"]["cost"] + "."),
                  html_table(tables.ratios(scores)) if scores["cost_ratios"] else
-                 _p("No arm besides the baseline was measured, so there is no ratio.")),
+                 _p(tables.no_ratio(scores))),
         _section("Wall time", _p(scores["definitions"]["timing"] + "."),
                  html_table(tables.timing(scores))),
         _section("Follow-up reach and tool calls", _p(scores["definitions"]["reach"] + "."),

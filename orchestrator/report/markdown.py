@@ -122,7 +122,7 @@ def _disagreements(scores: Mapping[str, Any]) -> str:
                              f"{tables.two(r['median_of_ratios'])}, the ratio of the medians "
                              f"{tables.two(r['ratio_of_medians'])}: {r['disagreement']}.")
     if not scores["cost_ratios"]:
-        return "No arm besides the baseline was measured, so there is no ratio."
+        return tables.no_ratio(scores)
     if not found:
         return "The two forms agree in every band."
     return "The two forms disagree here, and the disagreement is part of the result:\n\n" + \

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from orchestrator.kinds import ALL_KINDS
+from orchestrator.score.environment import baseline_gap
 
 Table = tuple[list[str], list[list[str]]]
 BAND_ORDER = (*ALL_KINDS, "all")
@@ -111,6 +112,16 @@ def ratios(scores: Mapping[str, Any]) -> Table:
             rows.append([arm, band, str(r["pairs"]), str(r["undefined"]),
                          two(r["median_of_ratios"]), two(r["ratio_of_medians"]), verdict])
     return columns, rows
+
+
+def no_ratio(scores: Mapping[str, Any]) -> str:
+    """Why there is no cost ratio at all: the baseline was not measured, or no other arm
+    was."""
+    baseline = scores["suite"]["baseline"]
+    gap = baseline_gap(baseline, scores["arms"][baseline]["status"])
+    if gap:
+        return f"No cost ratio could be computed because {gap}."
+    return "No arm besides the baseline was measured, so there is no ratio."
 
 
 def timing(scores: Mapping[str, Any]) -> Table:

@@ -78,6 +78,21 @@ def _version(tool: str, recorded: str) -> str:
     return text if text.split()[0] == tool else f"{tool} {text}"
 
 
+# Why an arm that is not `available` ran no command (its state in ArmRun.status).
+NOT_RUN = {"absent": "sandbench run --arm left it out",
+           "unavailable": "its tool is not available",
+           "refused": "its isolation guards failed"}
+
+
+def baseline_gap(baseline: str, state: str) -> str | None:
+    """Why nothing can be set against the baseline (cost ratios, break-even, its version),
+    or None when it was measured: a figure against a baseline that never ran would be made
+    up."""
+    if state == "available":
+        return None
+    return f"the baseline arm {baseline} was not run in this run: {NOT_RUN[state]}"
+
+
 def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, str],
                guards_ok: Mapping[str, bool | None], roots: Sequence[str],
                extra_deviations: Sequence[str]) -> dict[str, Any]:
@@ -114,12 +129,19 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
             isolation = "n/a"
             deviations.append(f"{TOOL}'s arm does not redirect {' and '.join(SCOUT_ENV)} "
                               "under /state")
-    recorded = str(run["arms"][baseline].get("tool_version") or "").strip()
-    if recorded.split(" ")[0] in ("", BASELINE_TOOL):
-        baseline_line = _version(BASELINE_TOOL, recorded)
+    gap = baseline_gap(baseline, arm_states[baseline])
+    if gap:
+        baseline_line = f"n/a ({gap})"
+        deviations.append(f"{gap}; the Baseline line, every cost ratio and every break-even "
+                          "are n/a")
     else:
-        baseline_line = recorded
-        deviations.append(f"the baseline is {recorded!r} (arm {baseline}), not {BASELINE_TOOL}")
+        recorded = str(run["arms"][baseline].get("tool_version") or "").strip()
+        if recorded.split(" ")[0] in ("", BASELINE_TOOL):
+            baseline_line = _version(BASELINE_TOOL, recorded)
+        else:
+            baseline_line = recorded
+            deviations.append(f"the baseline is {recorded!r} (arm {baseline}), not "
+                              f"{BASELINE_TOOL}")
     measured = [a for a, s in arm_states.items() if s == "available"]
     unverified = [a for a in measured if guards_ok.get(a) is not True]
     if measured and not unverified:
@@ -137,7 +159,7 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
         "and memory are",
     ]
     for arm, state in arm_states.items():
-        if state != "available" and arm != TOOL and not any(
+        if state != "available" and arm not in (TOOL, baseline) and not any(
                 d.startswith(f"arm {arm} ") for d in deviations):
             why = "left out of this run" if state == "absent" else state
             deviations.append(f"arm {arm} was not measured ({why})")

@@ -327,7 +327,11 @@ def _summaries(cells: Sequence[dict[str, Any]], arm_names: Sequence[str]
 
 def _cost_ratios(cells: Sequence[dict[str, Any]], baseline: str, available: Sequence[str]
                  ) -> dict[str, dict[str, Any]]:
-    """The baseline's cost over each arm's, paired per task, per band."""
+    """The baseline's cost over each arm's, paired per task, per band; none when the baseline
+    was not measured (the report says why, from the baseline arm's status)."""
+    if baseline not in available:
+        return {}
+
     def costs(arm: str, band: str) -> dict[str, int]:
         return _graded_costs(_in_band([c for c in cells if c["arm"] == arm], band))
 
@@ -337,8 +341,11 @@ def _cost_ratios(cells: Sequence[dict[str, Any]], baseline: str, available: Sequ
 
 
 def _setups(inputs: RunInputs, cells: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Set-up cost per arm, never amortised, with its break-even against the baseline."""
+    """Set-up cost per arm, never amortised, with its break-even against the baseline (or
+    why there is none: the baseline was not measured)."""
     baseline = inputs.suite.baseline
+    gap = environment.baseline_gap(baseline, next(a.status for a in inputs.arms
+                                                  if a.name == baseline))
     by_arm = {a.name: [c for c in cells if c["arm"] == a.name] for a in inputs.arms}
     index_builds = {a.name: setup.index_build(inputs.setup.get(a.name)) for a in inputs.arms}
     one_off = {a.name: setup.one_off_seconds(a.data.get("install_seconds"),
@@ -349,9 +356,14 @@ def _setups(inputs: RunInputs, cells: Sequence[dict[str, Any]]) -> dict[str, Any
             setups[arm.name] = None
             continue
         entry = setup.arm_setup(arm.data, index_builds[arm.name], inputs.state[arm.name])
-        entry["break_even"] = None if arm.name == baseline else setup.break_even(
-            one_off[arm.name], one_off[baseline], _warm_seconds(by_arm[arm.name]),
-            _warm_seconds(by_arm[baseline]))
+        if arm.name == baseline:
+            entry["break_even"] = None
+        elif gap:
+            entry["break_even"] = setup.no_baseline(gap)
+        else:
+            entry["break_even"] = setup.break_even(
+                one_off[arm.name], one_off[baseline], _warm_seconds(by_arm[arm.name]),
+                _warm_seconds(by_arm[baseline]))
         setups[arm.name] = entry
     return setups
 

@@ -69,6 +69,12 @@ def break_even(arm_one_off: Fraction | None, base_one_off: Fraction | None,
             "tasks": math.ceil(extra / saving)}
 
 
+def no_baseline(why: str) -> dict[str, Any]:
+    """The break-even of an arm when the baseline was not measured: unknown, and why."""
+    return {"kind": "unknown", "tasks": None, "pairs": 0, "extra_setup_s": None,
+            "saving_per_task_s": None, "why": why}
+
+
 def arm_setup(data: Mapping[str, Any], index: dict[str, Any] | None,
               state: Mapping[str, Any] | None) -> dict[str, Any]:
     state_bytes = None if state is None else state["state_bytes"]
