@@ -8,10 +8,12 @@ deletes the host's `docker0`, which is the shared engine's."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -28,11 +30,15 @@ class SecondEngine:
     """A dockerd of this test's own, stopped by its own pid (and its containerd by the pid
     it wrote), never by name."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, tls: bool = False) -> None:
         self.root = root
         self.socket = root / "docker.sock"
         self.url = f"unix://{self.socket}"
         self.proc: subprocess.Popen[bytes] | None = None
+        # With `tls`, the engine also listens on tcp://127.0.0.1:PORT with mutual TLS: to
+        # sandbench an engine of another host (it shares nothing of this one but the kernel).
+        self.certs = root / "tls" if tls else None
+        self.tcp_url: str | None = None
         # An interface name holds at most 15 bytes; a random one never meets the host's.
         self.bridge = f"sbtest{secrets.token_hex(3)}"
 
@@ -51,14 +57,31 @@ class SecondEngine:
         if Path(f"/sys/class/net/{self.bridge}").exists():
             subprocess.run(["ip", "link", "delete", self.bridge], check=False)
 
+    def _tls_arguments(self) -> list[str]:
+        """A CA, a server certificate for 127.0.0.1 and a client certificate (Docker's
+        ca.pem/cert.pem/key.pem in `certs`, for DOCKER_CERT_PATH), and dockerd's TLS flags."""
+        assert self.certs is not None
+        if self.tcp_url is None:
+            with socket.socket() as probe:  # a free port, taken once
+                probe.bind(("127.0.0.1", 0))
+                self.tcp_url = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+        certs = self.certs
+        if not (certs / "server-cert.pem").is_file():
+            certs.mkdir(parents=True, exist_ok=True)
+            _make_certificates(certs)
+        return ["-H", self.tcp_url, "--tlsverify", f"--tlscacert={certs / 'ca.pem'}",
+                f"--tlscert={certs / 'server-cert.pem'}", f"--tlskey={certs / 'server-key.pem'}"]
+
     def start(self) -> None:
         self._add_bridge()
+        self._forget_dead_containerd()
+        tls = self._tls_arguments() if self.certs is not None else []
         log = open(self.root / "dockerd.log", "ab")  # noqa: SIM115 - the daemon keeps it
         self.proc = subprocess.Popen(
             ["dockerd", "--data-root", str(self.root / "data"),
              "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "dockerd.pid"),
-             "-H", self.url, f"--bridge={self.bridge}", "--iptables=false", "--ip6tables=false",
-             "--ip-masq=false", "--cgroup-parent=/sandbench-test-engine"],
+             "-H", self.url, *tls, f"--bridge={self.bridge}", "--iptables=false",
+             "--ip6tables=false", "--ip-masq=false", "--cgroup-parent=/sandbench-test-engine"],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         deadline = time.monotonic() + 60
@@ -72,10 +95,59 @@ class SecondEngine:
                 time.sleep(0.5)
 
     def kill(self) -> None:
-        """The engine lost: SIGKILL to this dockerd alone."""
+        """The engine lost: SIGKILL to this dockerd, then to its containerd (a containerd
+        that outlives its dockerd keeps its database locked, and no dockerd on this root
+        starts again)."""
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
+        self._signal_containerd(signal.SIGKILL)
+
+    @property
+    def _containerd_pidfile(self) -> Path:
+        return self.root / "exec" / "containerd" / "containerd.pid"
+
+    def _containerd_pid(self) -> int:
+        try:
+            return int(self._containerd_pidfile.read_text().strip() or 0)
+        except (FileNotFoundError, ValueError):
+            return 0
+
+    def _signal_containerd(self, signum: int) -> None:
+        """`signum` to this engine's containerd: the pid it wrote, checked to be ours."""
+        pid = self._containerd_pid()
+        cmdline = Path(f"/proc/{pid}/cmdline")
+        if pid and cmdline.exists() and str(self.root).encode() in cmdline.read_bytes():
+            os.kill(pid, signum)
+
+    def _detach_loop_devices(self) -> None:
+        """Loop devices left attached to file-system images in this engine's volumes (an
+        engine of another host killed mid-arm cannot detach them): found by the image's
+        inode, each detached, before its directory is removed."""
+        images = {(os.stat(f).st_dev, os.stat(f).st_ino)
+                  for f in (self.root / "data" / "volumes").glob("*/_data/*/*.ext4")}
+        if not images:
+            return
+        listed = subprocess.run(["losetup", "--list", "--json", "-O", "NAME,BACK-INO,MAJ:MIN,"
+                                 "BACK-MAJ:MIN"], capture_output=True, text=True, check=False)
+        for device in (json.loads(listed.stdout or "{}").get("loopdevices") or []):
+            major, minor = (int(x) for x in str(device.get("back-maj:min", "0:0")).split(":"))
+            if (os.makedev(major, minor), int(device.get("back-ino") or 0)) in images:
+                subprocess.run(["losetup", "-d", device["name"]], check=False)
+
+    def _forget_dead_containerd(self) -> None:
+        """A killed dockerd's containerd dies with it but may linger as a zombie until this
+        machine's init reaps it, and a dockerd finding its pid file then waits for it to
+        answer, forever: the pid file of a containerd that is gone or a zombie is removed."""
+        pid = self._containerd_pid()
+        if not pid:
+            return
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, IndexError):
+            state = "gone"
+        if state in ("gone", "Z", "X"):
+            self._containerd_pidfile.unlink(missing_ok=True)
 
     def stop(self) -> None:
         """Remove what a killed run left on it (through the daemon, started again when it was
@@ -89,12 +161,8 @@ class SecondEngine:
         cleanup.remove(engine, cleanup.find(engine))
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=90)
-        pidfile = self.root / "exec" / "containerd" / "containerd.pid"
-        if pidfile.is_file():
-            pid = int(pidfile.read_text().strip() or 0)
-            cmdline = Path(f"/proc/{pid}/cmdline")
-            if pid and cmdline.exists() and str(self.root).encode() in cmdline.read_bytes():
-                os.kill(pid, signal.SIGTERM)
+        self._signal_containerd(signal.SIGTERM)
+        self._detach_loop_devices()
         # dockerd makes its data root a mount of its own; one killed and started again
         # leaves one mount per start: unmount each (a bounded number of times).
         # (A bind mount of a directory on itself keeps its device and inode, so
@@ -107,6 +175,24 @@ class SecondEngine:
         self._remove_bridge()
 
 
+def _make_certificates(certs: Path) -> None:
+    """openssl: a throwaway CA signing a server certificate (127.0.0.1) and a client one."""
+    def run(*argv: str) -> None:
+        subprocess.run(["openssl", *argv], cwd=certs, check=True, capture_output=True)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=sb-ca",
+        "-keyout", "ca-key.pem", "-out", "ca.pem")
+    (certs / "server.ext").write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    (certs / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
+    for name, subject in (("server", "/CN=127.0.0.1"), ("client", "/CN=sandbench")):
+        key = "key.pem" if name == "client" else "server-key.pem"
+        cert = "cert.pem" if name == "client" else "server-cert.pem"
+        run("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", key,
+            "-out", f"{name}.csr")
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem",
+            "-CAcreateserial", "-days", "2", "-extfile", f"{name}.ext", "-out", cert)
+
+
 def _mounted(point: str) -> bool:
     """Whether `point` is a mount point in this mount namespace (/proc/self/mountinfo)."""
     with open("/proc/self/mountinfo", encoding="utf-8") as table:
@@ -114,11 +200,12 @@ def _mounted(point: str) -> bool:
 
 
 @contextmanager
-def second_dockerd() -> Iterator[SecondEngine]:
-    """A started second engine, stopped and its directories removed on the way out."""
+def second_dockerd(tls: bool = False) -> Iterator[SecondEngine]:
+    """A started second engine (with a mutual-TLS tcp:// listener too when `tls`), stopped
+    and its directories removed on the way out."""
     # A short path: a unix socket's path holds at most 107 bytes.
     root = Path(tempfile.mkdtemp(prefix="sb-engine-", dir="/tmp"))
-    daemon = SecondEngine(root)
+    daemon = SecondEngine(root, tls)
     try:
         daemon.start()
         yield daemon

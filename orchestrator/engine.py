@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -36,6 +37,7 @@ STREAM_TIMEOUT_S = 3600
 # Tests set this to tenacity.wait_none() so retries do not sleep.
 RETRY_WAIT: tenacity.wait.wait_base = tenacity.wait_exponential(multiplier=0.25, max=4)
 RETRY_ATTEMPTS = 5
+MIN_API_VERSION = "1.24"  # the oldest every current engine answers (only to ask its own)
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -118,7 +120,10 @@ class AttachChannel:
     def __init__(self, api: docker.APIClient, response: Any) -> None:
         self._api = api
         self._response = response  # holds the engine's connection open
-        self._sock = socket.socket(fileno=os.dup(response.fileno()))
+        # A TLS engine's stream is the TLS socket itself (its descriptor carries records,
+        # not the stream); a plain one is read through a descriptor of our own.
+        self._sock = (response if isinstance(response, ssl.SSLSocket)
+                      else socket.socket(fileno=os.dup(response.fileno())))
         self._sock.settimeout(None)
 
     def send(self, data: bytes) -> None:
@@ -166,6 +171,28 @@ def tls_config() -> docker.tls.TLSConfig | None:
                                 ca_cert=str(certs / "ca.pem"), verify=True)
 
 
+def _own_trust(api: docker.APIClient, tls: docker.tls.TLSConfig | None) -> None:
+    """A TLS engine is verified against its own CA alone: requests would otherwise let
+    REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE (set on many hosts for a proxy) replace it, and send
+    the engine's traffic through the environment's proxy."""
+    if tls is not None:
+        api.trust_env = False
+
+
+def _api_version(address: str, tls: docker.tls.TLSConfig | None, timeout_s: int) -> str:
+    """The engine's API version, asked as "auto" would but, for a TLS engine, trusting its
+    CA alone (the SDK asks before a caller could say so)."""
+    if tls is None:
+        return "auto"
+    probe = docker.APIClient(base_url=address, version=MIN_API_VERSION, timeout=timeout_s,
+                             tls=tls)
+    _own_trust(probe, tls)
+    try:
+        return str(retry_policy()(probe.version, api_version=False)["ApiVersion"])
+    finally:
+        probe.close()
+
+
 class Engine:
     """A connected engine. The SDK's clients are private to this class."""
 
@@ -184,9 +211,11 @@ class Engine:
         address = address or engine_address()
         tls = tls_config() if address.startswith("tcp://") else None
         try:
-            client = docker.DockerClient(base_url=address, timeout=timeout_s, version="auto",
+            client = docker.DockerClient(base_url=address, timeout=timeout_s,
+                                         version=_api_version(address, tls, timeout_s),
                                          tls=tls or False,
                                          use_ssh_client=address.startswith("ssh://"))
+            _own_trust(client.api, tls)
             retry_policy()(client.ping)
         except _ENGINE_FAILURES as exc:
             raise EngineError(
@@ -209,9 +238,11 @@ class Engine:
 
     def _stream_client(self, timeout_s: float | None) -> docker.APIClient:
         """A low-level client whose socket timeout fits one long exec or build stream."""
-        return docker.APIClient(base_url=self.address, version=self._api.api_version,
-                                timeout=timeout_s, tls=self._tls or False,
-                                use_ssh_client=self.address.startswith("ssh://"))
+        api = docker.APIClient(base_url=self.address, version=self._api.api_version,
+                               timeout=timeout_s, tls=self._tls or False,
+                               use_ssh_client=self.address.startswith("ssh://"))
+        _own_trust(api, self._tls)
+        return api
 
     # -- the engine itself ------------------------------------------------------------------
 
@@ -380,6 +411,59 @@ class Engine:
         stream, _ = self._call(f"copy {path} out of {container_id[:12]}",
                                self._api.get_archive, container_id, path)
         return b"".join(stream)
+
+    def stream_out(self, container_id: str, path: str,
+                   timeout_s: float = STREAM_TIMEOUT_S) -> Iterator[bytes]:
+        """The tar archive of `path` in the container, as it streams (never retried: it is
+        read as it comes)."""
+        api = self._stream_client(timeout_s)
+        try:
+            stream, _ = self._call(f"copy {path} out of {container_id[:12]}",
+                                   api.get_archive, container_id, path, retry=False)
+            try:
+                yield from stream
+            except _ENGINE_FAILURES as exc:
+                raise _translate(f"copy {path} out of {container_id[:12]}", exc) from exc
+        finally:
+            api.close()
+
+    def copy_in(self, container_id: str, path: str, archive: IO[bytes],
+                timeout_s: float = STREAM_TIMEOUT_S) -> None:
+        """Extract a tar archive at `path` in the container (mounted volumes included; the
+        archive's owners and modes are kept). Never retried: the file is read as it streams."""
+        api = self._stream_client(timeout_s)
+        try:
+            if not self._call(f"copy into {container_id[:12]}:{path}", api.put_archive,
+                              container_id, path, archive, retry=False):
+                raise EngineError(f"engine refused: copy into {container_id[:12]}:{path}")
+        finally:
+            api.close()
+
+    # -- volumes ----------------------------------------------------------------------------
+
+    def create_volume(self, name: str, labels: Mapping[str, str],
+                      driver_opts: Mapping[str, str] | None = None) -> None:
+        """A volume of the local driver (`driver_opts` as `docker volume create --opt`); a
+        repeat of the same create is no error, so it retries."""
+        self._call(f"create volume {name}", self._api.create_volume, name, driver="local",
+                   driver_opts=dict(driver_opts or {}), labels=dict(labels))
+
+    def inspect_volume(self, name: str) -> dict[str, Any]:
+        """The volume's inspect document; `EngineNotFound` when there is none."""
+        return self._call(f"inspect volume {name}", self._api.inspect_volume, name)
+
+    def remove_volume(self, name: str) -> bool:
+        """Remove a volume; False when it was already gone."""
+        try:
+            self._call(f"remove volume {name}", self._api.remove_volume, name, force=True)
+        except EngineNotFound:
+            return False
+        return True
+
+    def list_volumes(self, label: str) -> list[dict[str, Any]]:
+        """Volumes carrying `label` (`key=value`)."""
+        found = self._call("list volumes", self._api.volumes, filters={"label": label})
+        return (found or {}).get("Volumes") or []
 
     def run_once(self, spec: Mapping[str, Any], timeout_s: float = DEFAULT_TIMEOUT_S) -> bytes:
         """Create, start and wait for a short-lived container; its stdout. The container is

@@ -4,10 +4,10 @@ pass before an arm runs on it (the arm's locked image, moved there with `images
 export`/`import` when it is missing; the guards, verified there by a pre-flight sandbox).
 
 An arm's container lives on one engine (its cold and warm cells and its index stay
-together). The arm's file systems (workfs: loop-mounted ext4 images) and the timing helper
-are bind-mounted from this host, so an engine can run arms only when it is on this host: a
-unix socket here. An ssh:// or tcp:// engine is connected to and described, and then refused
-by name: sandbench does not make file systems on another host, and will not pretend to.
+together). An engine on this host (a unix socket here) bind-mounts the arm's file systems
+(workfs: loop-mounted ext4 images) and the timing helper from this host. An ssh:// or tcp://
+engine is another host's: there the run's work volume, the arm's file systems, its corpus
+copy and the helper are made through that engine by the engine agent (orchestrator/remote.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from orchestrator import guards, log
+from orchestrator import guards, log, remote
 from orchestrator.engine import Engine, engine_address, tls_config
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.images import ImageLock, transfer
@@ -72,6 +72,7 @@ class Member:
     facts: dict[str, Any]
     refused: str | None = None
     imported: dict[str, float] = field(default_factory=dict)  # image -> seconds to bring
+    host: remote.EngineHost | None = None  # the run's place there, when it is another host's
 
     @property
     def id(self) -> str:
@@ -120,7 +121,7 @@ def place(arms: Sequence[str], members: Sequence[Member],
     if not usable:
         raise SandbenchError("no engine can run the arms",
                              why="; ".join(f"{m.url}: {m.refused}" for m in members),
-                             fix="give an engine on this host that passes the guards")
+                             fix="give an engine that passes the guards")
     ids = {m.id for m in usable}
     placement: dict[str, str] = {}
     for arm in arms:
@@ -197,33 +198,46 @@ def preflight(member: Member, settings: Settings, run_id: str, user: str, exec_p
     base image with no mounts but the helper: what fails here is the engine's doing."""
     lock = ImageLock.load(settings.images_lock)
     helper, digest = lock.helper()
+    host = member.host
     spec = SandboxSpec(run_id=run_id, arm="preflight", image_id=lock.image_id("base"),
-                       tool_version="", user=user, env={}, helper=HelperFile(helper, digest),
+                       tool_version="", user=user, env={},
+                       helper=HelperFile(Path(host.helper_path) if host and host.helper_path
+                                         else helper, digest),
                        workdir="/", exec_path=exec_path)
-    with Sandbox(member.engine, spec) as box:
+    with Sandbox(member.engine, spec, member.id, host.helper_digest if host else None) as box:
         return box.verify(folder)
+
+
+def open_host(member: Member, settings: Settings, run_id: str) -> remote.EngineHost:
+    """The run's place on an engine of another host: its work volume, and the helper placed
+    there and read back."""
+    lock = ImageLock.load(settings.images_lock)
+    helper, digest = lock.helper()
+    host = remote.EngineHost(member.engine, member.id, run_id,
+                             lock.image_id(remote.AGENT_IMAGE))
+    host.open()
+    host.place_helper(helper, digest)
+    return host
 
 
 def prepare(members: Sequence[Member], placement: Mapping[str, str], images_of: Mapping[str, str],
             settings: Settings, run_id: str, user: str, exec_path: str, run_dir: Path,
             on_refused: str) -> bool:
-    """Every engine that has arms placed on it made ready: on this host, its images present,
-    its pre-flight guards passed. Returns False when an engine was refused (its arms need
+    """Every engine that has arms placed on it made ready: its images present (the engine
+    agent's too on another host, where the run's work volume and the helper are placed), its
+    pre-flight guards passed. Returns False when an engine was refused (its arms need
     another place), True when every placed engine is ready."""
     by_id = {m.id: m for m in members}
     for engine_id in dict.fromkeys(placement.values()):
         member = by_id[engine_id]
-        if not member.local:
-            refuse(member, "not on this host: an arm's corpus copy, /state and /out are "
-                   "size-bounded file systems sandbench makes and loop-mounts here, and the "
-                   "timing helper is this host's file; it makes neither on another host",
-                   on_refused)
-            return False
         arms_here = [a for a, e in placement.items() if e == engine_id]
+        agent = [] if member.local else [remote.AGENT_IMAGE]
         try:
             bring_images(member, members, settings,
-                         sorted({"base", *(images_of[a] for a in arms_here)}),
+                         sorted({"base", *agent, *(images_of[a] for a in arms_here)}),
                          settings.bench_root / "transfer")
+            if not member.local and member.host is None:
+                member.host = open_host(member, settings, run_id)
             preflight(member, settings, run_id, user, exec_path,
                       run_dir / "engines" / member.id / "preflight")
         except GuardViolation as exc:

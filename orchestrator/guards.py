@@ -58,6 +58,7 @@ class DeclaredMount:
     target: str
     read_only: bool
     size_bytes: int | None = None  # absent in runs recorded before mounts were bounded
+    volume: bool = False  # an engine's volume, `source` its name (an engine of another host)
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,11 @@ class GuardPolicy:
         return self.exec_path == "resident"
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """As stored; a bind mount is written as before volumes existed (no `volume` key)."""
+        data = asdict(self)
+        data["mounts"] = [{k: v for k, v in m.items() if k != "volume" or v}
+                          for m in data["mounts"]]
+        return data
 
     @property
     def helper_mount(self) -> DeclaredMount:
@@ -141,9 +146,11 @@ def check_outside(policy: GuardPolicy, inspect: dict[str, Any], host_facts: dict
     out = "outside"
     cap_drop = sorted(c.upper() for c in host.get("CapDrop") or [])
     security = host.get("SecurityOpt") or []
-    mounts = sorted((m.get("Type"), m.get("Source"), m.get("Destination"), bool(m.get("RW")))
+    # A volume is named by its name (its Source is the engine's own directory for it).
+    mounts = sorted((m.get("Type"), m.get("Name") if m.get("Type") == "volume" else m.get("Source"),
+                     m.get("Destination"), bool(m.get("RW")))
                     for m in inspect.get("Mounts") or [])
-    declared = sorted(("bind", m.source, m.target, not m.read_only)
+    declared = sorted(("volume" if m.volume else "bind", m.source, m.target, not m.read_only)
                       for m in (*policy.mounts, policy.helper_mount))
     helper_mount = next(({"source": m[1], "target": m[2], "read_only": not m[3]}
                          for m in mounts if m[0] == "bind" and m[2] == HELPER_PATH),

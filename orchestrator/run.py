@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import (__version__, arms, cleanup, corpus, engines, images, log, mcp,
-                          pinlines, rundir, suite, workfs)
+                          pinlines, remote, rundir, suite, workfs)
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.fsutil import (atomic_write_json, atomic_write_text, read_json, sha256_file,
@@ -313,7 +313,10 @@ def _place_and_prepare(r: _Run, data: dict[str, Any], on_refused: str) -> None:
         ready = engines.prepare(members, r.placement, images_of, r.settings, r.run_id,
                                 default_user(), r.exec_path, r.run_dir, on_refused)
         data["engines"].update({m.id: {**m.facts, "refused": m.refused,
-                                       "images_imported_s": m.imported} for m in members})
+                                       "images_imported_s": m.imported,
+                                       **({"work_volume": m.host.work_volume,
+                                           "helper_path": m.host.helper_path}
+                                          if m.host else {})} for m in members})
         if ready:
             break
     _check_engine_images(r, data)
@@ -507,11 +510,16 @@ def _fresh(cell: Path) -> Path:
     return cell
 
 
-def _resumable_work(r: _Run, a: ArmPlan, work: Path) -> bool:
+def _resumable_work(r: _Run, a: ArmPlan, work: Path, sizes: dict[str, int]) -> bool:
     """Whether the arm's file systems from an earlier attempt of this run are kept: only
-    once its set-up finished (an index build is not repeated); otherwise they are made anew."""
-    return (_done(r.run_dir / "cells" / a.name / SETUP_CELL)
-            and _corpus_before(r, a).is_file() and workfs.image_path(work, "corpus").is_file())
+    once its set-up finished (an index build is not repeated); otherwise they are made anew.
+    On an engine of another host they are looked for there."""
+    if not (_done(r.run_dir / "cells" / a.name / SETUP_CELL) and _corpus_before(r, a).is_file()):
+        return False
+    host = r.member(a.name).host
+    if host is not None:
+        return host.has_filesystems(a.name, list(sizes))
+    return workfs.image_path(work, "corpus").is_file()
 
 
 def _corpus_before(r: _Run, a: ArmPlan) -> Path:
@@ -524,7 +532,27 @@ def _prepare_work(r: _Run, a: ArmPlan, work: Path, kept: bool) -> corpus.Snapsho
     if kept:
         return _load_snapshot(_corpus_before(r, a))
     corpus.make_arm_copy(r.pristine, work / "corpus", r.pin)
-    before = _portable(corpus.snapshot(work / "corpus"))
+    return _save_corpus_before(r, a, corpus.snapshot(work / "corpus"))
+
+
+def _prepare_remote_work(r: _Run, a: ArmPlan, host: remote.EngineHost,
+                         volumes: dict[str, str], kept: bool) -> corpus.Snapshot:
+    """On an engine of another host: the arm's corpus copy made in its file system there
+    and read back (or the copy it already had), and a HOME under /state its user owns."""
+    if kept:
+        return _load_snapshot(_corpus_before(r, a))
+    home = a.spec.env.get("HOME", "")
+    if home.startswith("/state/"):
+        parts = Path(home.removeprefix("/state/")).parts
+        host.seed(volumes["state"], ["/".join(parts[:i + 1]) for i in range(len(parts))],
+                  default_user())
+    copy = host.copy_corpus(r.pristine, volumes["corpus"], default_user(),
+                            r.settings.bench_root / "transfer")
+    return _save_corpus_before(r, a, copy)
+
+
+def _save_corpus_before(r: _Run, a: ArmPlan, snap: corpus.Snapshot) -> corpus.Snapshot:
+    before = _portable(snap)
     atomic_write_json(_corpus_before(r, a), {p: [e.kind, e.mode, e.size, e.digest]
                                              for p, e in before.entries.items()})
     return before
@@ -563,6 +591,15 @@ class _Prepared:
     box: Sandbox | None
     refused: str | None
     exits: ExitStack
+    volumes: dict[str, str] | None = None  # on an engine of another host: its file systems
+
+    def snapshot(self, r: _Run, name: str) -> corpus.Snapshot:
+        """The arm's file system `name` as it is now, where it lives."""
+        if self.volumes is not None:
+            host = r.member(self.arm.name).host
+            assert host is not None
+            return _portable(host.snapshot(self.volumes[name]))
+        return _portable(corpus.snapshot(self.work / name))
 
 
 def _prepare_arms(r: _Run) -> list[_Prepared]:
@@ -585,26 +622,43 @@ def _prepare_arms(r: _Run) -> list[_Prepared]:
 
 def _prepare_arm(r: _Run, a: ArmPlan) -> _Prepared:
     work = r.run_dir / "work" / a.name
-    kept = _resumable_work(r, a, work)
     sizes = workfs.sizes(a.spec.limits, r.corpus_bytes)
+    kept = _resumable_work(r, a, work, sizes)
+    setup = r.run_dir / "cells" / a.name / SETUP_CELL
+    if not kept and setup.exists():
+        # What the set-up built lived on file systems that are made anew (the arm moved to
+        # another engine, or they were lost): it runs again before any missing cell.
+        logger.info("setup_again", arm=a.name, engine=r.placement[a.name])
+        shutil.rmtree(setup)
+    member = r.member(a.name)
+    host = member.host
+    volumes = None
     exits = ExitStack()
     try:
-        exits.enter_context(workfs.mounted(work, sizes, fresh=not kept))
-        before = _prepare_work(r, a, work, kept)
         lock = ImageLock.load(r.settings.images_lock)
-        spec = for_arm(lock, a.spec, r.run_id, work, default_user(), sizes, r.exec_path)
-        member = r.member(a.name)
-        box = exits.enter_context(Sandbox(member.engine, spec, member.id))
+        if host is None:
+            exits.enter_context(workfs.mounted(work, sizes, fresh=not kept))
+            before = _prepare_work(r, a, work, kept)
+            spec = for_arm(lock, a.spec, r.run_id, work, default_user(), sizes, r.exec_path)
+        else:
+            assert host.helper_path is not None
+            volumes = exits.enter_context(host.filesystems(a.name, sizes, default_user(),
+                                                           fresh=not kept))
+            before = _prepare_remote_work(r, a, host, volumes, kept)
+            spec = for_arm(lock, a.spec, r.run_id, work, default_user(), sizes, r.exec_path,
+                           volumes=volumes, helper_path=Path(host.helper_path))
+        box = exits.enter_context(Sandbox(member.engine, spec, member.id,
+                                          host.helper_digest if host else None))
         try:
             box.verify(r.run_dir / "guards" / a.name)
         except GuardViolation as exc:
             logger.error("arm_refused", arm=a.name, why=exc.why)
             exits.close()
-            return _Prepared(a, work, None, None, exc.why, exits)
+            return _Prepared(a, work, None, None, exc.why, exits, volumes)
     except BaseException:
         exits.close()
         raise
-    return _Prepared(a, work, before, box, None, exits)
+    return _Prepared(a, work, before, box, None, exits, volumes)
 
 
 def _run_arm(r: _Run, p: _Prepared) -> dict[str, Any]:
@@ -618,7 +672,8 @@ def _run_arm(r: _Run, p: _Prepared) -> dict[str, Any]:
         _run_cells(r, p.arm, p.box)
         p.box.remove()
         sync_filesystem(r.run_dir)
-        summary = {"state_bytes": _disclose_state(r, p.arm, p.work, p.before)}
+        summary = {"state_bytes": _disclose_state(r, p.arm, p.before, p.snapshot(r, "corpus"),
+                                                  p.snapshot(r, "state"))}
         _save_pin_lines(r, p.arm)
     return summary
 
@@ -687,11 +742,10 @@ def _run_mcp_cells(r: _Run, a: ArmPlan, box: Sandbox, cells: Path,
             r.progress(a.name, f"{task_id}/{rep}", derived.outcome)
 
 
-def _disclose_state(r: _Run, a: ArmPlan, work: Path, before: corpus.Snapshot) -> int:
+def _disclose_state(r: _Run, a: ArmPlan, before: corpus.Snapshot, after: corpus.Snapshot,
+                    state: corpus.Snapshot) -> int:
     """arms/ARM/state.json: what the arm changed in its corpus copy and wrote to its state
     dir; returns the bytes it added."""
-    after = _portable(corpus.snapshot(work / "corpus"))
-    state = _portable(corpus.snapshot(work / "state"))
     changed = corpus.changes(before, after)
     disclosure = {
         "corpus_changes": [{"path": c.path, "status": c.status, "kind": c.kind,
@@ -710,6 +764,17 @@ def _save_pin_lines(r: _Run, a: ArmPlan) -> None:
     arm's copy while it is still mounted: the scorer never mounts the file systems."""
     path = r.run_dir / pinlines.PIN_LINES
     if path.is_file():
+        return
+    if r.member(a.name).host is not None:
+        # The copy is on another host, read back equal to the pristine one: the index is
+        # read, object by object, from the pristine copy here.
+        try:
+            files = pinlines.index_from_copy(r.pristine, r.pin.sha)
+        except Exception as why:  # noqa: BLE001 - pinlines' own "unverified": reach says so
+            logger.warning("reach.pristine_unverified", why=str(why))
+            return
+        atomic_write_text(path, pinlines.pin_lines_text(
+            pinlines.LineIndex(r.pin.sha, files, f"corpus/{r.pin.id} (pristine)")))
         return
     index = pinlines.load_index(r.run_dir, [a.name], r.pin.sha)
     if index.source == f"work/{a.name}/corpus":  # else unverifiable, and the scorer says so

@@ -17,7 +17,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,10 +37,14 @@ logger = log.get(__name__)
 class Sandbox:
     """A started container; removed by id on exit, even when starting failed half-way."""
 
-    def __init__(self, engine: Engine, spec: SandboxSpec, engine_id: str | None = None) -> None:
+    def __init__(self, engine: Engine, spec: SandboxSpec, engine_id: str | None = None,
+                 helper_digest: Callable[[], str | None] | None = None) -> None:
         self.engine = engine
         self.spec = spec
         self.engine_id = engine_id  # named in every record this sandbox writes
+        # On an engine of another host the helper is that host's file: its digest is read
+        # back from there (orchestrator/remote.py) instead of hashing a file here.
+        self.helper_digest = helper_digest
         self.container_id: str | None = None
         self.policy: guards.GuardPolicy | None = None
         self.host: dict[str, Any] = {}
@@ -75,6 +79,9 @@ class Sandbox:
         image_env = image.get("Config", {}).get("Env") or []
         self.policy = self._policy(image["Id"], image_env)
         source = self.spec.helper.source
+        if self.helper_digest is not None:
+            self._start_with_remote_helper()
+            return
         try:
             helper = open(source, "rb")  # noqa: SIM115 - held open across the start
         except OSError as exc:
@@ -86,11 +93,7 @@ class Sandbox:
             # The digest is of the file the engine mounted: the one opened before the start,
             # and still the one at the path after it.
             opened = os.fstat(helper.fileno())
-            self.container_id = self.engine.create_container(
-                self.spec.create_kwargs(), what=f"create container for {self.spec.arm}")
-            self.engine.start(self.container_id)
-            if self.spec.exec_path == sandbox_spec.RESIDENT:
-                self.channel = self.engine.attach(self.container_id)
+            self._create_and_start()
             digest = hashlib.file_digest(helper, "sha256").hexdigest()
             try:
                 now = os.stat(source)
@@ -101,12 +104,35 @@ class Sandbox:
                                             "replaced while the sandbox started")
         logger.info("sandbox_started", arm=self.spec.arm, container=self.container_id[:12])
 
+    def _start_with_remote_helper(self) -> None:
+        """The start on an engine of another host: the helper's digest read from that host
+        before and after the start must agree, as the opened file's must here."""
+        assert self.helper_digest is not None
+        source = self.spec.helper.source
+        before = self.helper_digest()
+        if before is None:
+            self.host = guards.helper_facts(source, None, "unreadable on the engine's host")
+            logger.error("helper_unreadable", arm=self.spec.arm, path=str(source))
+            return
+        self._create_and_start()
+        after = self.helper_digest()
+        self.host = guards.helper_facts(source, after, None if after == before else
+                                        "replaced while the sandbox started")
+        logger.info("sandbox_started", arm=self.spec.arm, container=self.container_id[:12])
+
+    def _create_and_start(self) -> None:
+        self.container_id = self.engine.create_container(
+            self.spec.create_kwargs(), what=f"create container for {self.spec.arm}")
+        self.engine.start(self.container_id)
+        if self.spec.exec_path == sandbox_spec.RESIDENT:
+            self.channel = self.engine.attach(self.container_id)
+
     def _policy(self, image_id: str, image_env: list[str]) -> guards.GuardPolicy:
         return guards.GuardPolicy(
             run_id=self.spec.run_id, arm=self.spec.arm, image_id=image_id,
             user=self.spec.user, env=_merge_env(image_env, self.spec.env),
-            mounts=[guards.DeclaredMount(str(m.source), m.target, m.read_only, m.size_bytes)
-                    for m in self.spec.mounts],
+            mounts=[guards.DeclaredMount(str(m.source), m.target, m.read_only, m.size_bytes,
+                                         m.volume) for m in self.spec.mounts],
             tmpfs=self.spec.tmpfs, memory_bytes=self.spec.limits.memory_bytes,
             pids=self.spec.limits.pids, nano_cpus=self.spec.limits.nano_cpus,
             labels={labels.LABEL_RUN: self.spec.run_id, labels.LABEL_ARM: self.spec.arm},

@@ -51,10 +51,22 @@ class Limits:
 
 @dataclass(frozen=True)
 class Mount:
+    """A host path bind-mounted, or (on an engine of another host, orchestrator/remote.py)
+    a volume of the engine's, `source` then being the volume's name."""
+
     source: Path
     target: str
     read_only: bool = False
     size_bytes: int | None = None  # the bound of the file system behind a writable mount
+    volume: bool = False
+
+    @property
+    def engine_spelling(self) -> dict[str, Any]:
+        if self.volume:  # NoCopy: the image's files at the target never go into the volume
+            return {"Target": self.target, "Source": str(self.source), "Type": "volume",
+                    "ReadOnly": self.read_only, "VolumeOptions": {"NoCopy": True}}
+        return {"Target": self.target, "Source": str(self.source), "Type": "bind",
+                "ReadOnly": self.read_only}
 
 
 @dataclass(frozen=True)
@@ -128,9 +140,7 @@ class SandboxSpec:
             "log_config": {"type": "none"},
             "healthcheck": {"test": ["NONE"]},
             "labels": self.labels,
-            "mounts": [{"Target": m.target, "Source": str(m.source), "Type": "bind",
-                        "ReadOnly": m.read_only}
-                       for m in (*self.mounts, self.helper_mount)],
+            "mounts": [m.engine_spelling for m in (*self.mounts, self.helper_mount)],
             "detach": True,
         }
 
@@ -145,25 +155,31 @@ def default_user() -> str:
 
 
 def for_arm(lock: ImageLock, arm: ArmSpec, run_id: str, work: Path, user: str,
-            sizes: Mapping[str, int], exec_path: str = RESIDENT) -> SandboxSpec:
+            sizes: Mapping[str, int], exec_path: str = RESIDENT,
+            volumes: Mapping[str, str] | None = None, helper_path: Path | None = None
+            ) -> SandboxSpec:
     """The container an arm gets: its locked image and the host's helper, its mounts the
-    file systems mounted under `work` (workfs.mounted), each bounded by `sizes`."""
-    mounts = tuple(Mount(work / name, target, read_only=False, size_bytes=sizes[name])
+    file systems mounted under `work` (workfs.mounted), each bounded by `sizes`; on an
+    engine of another host, the `volumes` (name -> volume) mounting that host's file systems
+    and the helper placed at `helper_path` there."""
+    mounts = tuple(Mount(Path(volumes[name]) if volumes else work / name, target,
+                         read_only=False, size_bytes=sizes[name], volume=bool(volumes))
                    for name, target in ARM_MOUNTS)
     entry = lock.images.get(arm.image, {})
     helper, digest = lock.helper()
     return SandboxSpec(run_id=run_id, arm=arm.name, image_id=lock.image_id(arm.image),
                        tool_version=entry.get("tool_version", ""), user=user, env=arm.env,
-                       helper=HelperFile(helper, digest), mounts=mounts,
+                       helper=HelperFile(helper_path or helper, digest), mounts=mounts,
                        limits=arm.limits, workdir="/corpus", exec_path=exec_path)
 
 
 def writable_dirs(spec: SandboxSpec) -> list[tuple[Path, Path]]:
     """(host directory, the directory it must stay inside) for every place the container
     user must be able to write: each writable mount, and a HOME the arm puts under /state."""
-    dirs = [(m.source, m.source.parent) for m in spec.mounts if not m.read_only]
+    dirs = [(m.source, m.source.parent) for m in spec.mounts if not m.read_only and not m.volume]
     home = spec.env.get("HOME", "")
-    state = next((m for m in spec.mounts if m.target == "/state" and not m.read_only), None)
+    state = next((m for m in spec.mounts if m.target == "/state" and not m.read_only
+                  and not m.volume), None)
     if state is not None and home.startswith("/state/"):
         dirs.append((state.source / home.removeprefix("/state/"), state.source.parent))
     return dirs

@@ -35,7 +35,7 @@ def run(suite: str = typer.Argument(..., help="A suite under suites/."),
                                              help="Allow a plain tcp:// engine (no TLS)."),
         on_engine_refused: str = typer.Option(
             engines_mod.STOP, "--on-engine-refused",
-            help="When an engine is refused (a guard, its images, not on this host): stop "
+            help="When an engine is refused (a guard, its images, no loop devices): stop "
                  "the run, or move its arms to the other engines."),
         bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Run a sealed suite. Arms run one after another unless --jobs says otherwise."""
@@ -65,9 +65,6 @@ def _dry_run(cfg: Settings, suite: str, arm: list[str] | None,
     members: list[engines_mod.Member] = []
     if engine_urls:
         members = engines_mod.connect(engine_urls, insecure)
-        for m in members:
-            if not m.local:
-                m.refused = "not on this host"
     try:
         engine = members[0].engine if members else Engine.connect(timeout_s=10)
     except Exception:  # noqa: BLE001 - a plan needs no engine; it just checks less
@@ -82,6 +79,7 @@ def _dry_run(cfg: Settings, suite: str, arm: list[str] | None,
             for a in plan.arms]
     engine_rows = [{"engine": m.url, "id": m.id, "version": m.facts.get("version"),
                     "arch": m.facts.get("arch"), "cores": m.facts.get("cores"),
+                    "host": "this" if m.local else "another",
                     "status": m.refused or "usable"} for m in members]
     if as_json:
         emit_json({"suite": suite, "arms": rows, "total_cells": plan.total_cells,
@@ -92,6 +90,6 @@ def _dry_run(cfg: Settings, suite: str, arm: list[str] | None,
     typer.echo(f"{plan.total_cells} cells ({len(plan.suite.tasks)} tasks, "
                f"1 cold + {plan.suite.reps} warm each)")
     if members:
-        show(table(engine_rows, ["engine", "id", "version", "arch", "cores", "status"]))
+        show(table(engine_rows, ["engine", "id", "version", "arch", "cores", "host", "status"]))
     for item in plan.missing:
         typer.echo(f"missing: {item}")

@@ -9,7 +9,7 @@ copy, its own object store, since some tools write into the git directory (`copi
 what an arm wrote into its copy (`snapshot`).
 """
 
-from orchestrator.corpus.copies import make_arm_copy, verify_arm_copy
+from orchestrator.corpus.copies import archive_tree, make_arm_copy, verify_arm_copy
 from orchestrator.corpus.git import GIT_DIR, Difference, demo_sha
 from orchestrator.corpus.lock import (
     BUILTIN_SCHEME,
@@ -32,10 +32,12 @@ from orchestrator.corpus.pristine import (
     read_info,
     verify_pristine,
 )
-from orchestrator.corpus.snapshot import Change, Entry, Snapshot, changes, snapshot, tree_digest
+from orchestrator.corpus.snapshot import (Change, Entry, Snapshot, changes, snapshot,
+                                          snapshot_of_archive, tree_digest)
 
 __all__ = ["BUILTINS", "BUILTIN_SCHEME", "Change", "CorpusPin", "CorpusState", "Difference",
            "Entry", "FIELDS", "GIT_DIR", "LANGUAGES", "LOCK_NAME", "PristineInfo", "Snapshot",
-           "changes", "corpus_dir", "demo_sha", "fetch", "info_path", "list_corpora",
-           "load_lock", "lock_path", "make_arm_copy", "pin_for", "read_info", "snapshot",
-           "tree_digest", "verify_arm_copy", "verify_pristine"]
+           "archive_tree", "changes", "corpus_dir", "demo_sha", "fetch", "info_path",
+           "list_corpora", "load_lock", "lock_path", "make_arm_copy", "pin_for", "read_info",
+           "snapshot", "snapshot_of_archive", "tree_digest", "verify_arm_copy",
+           "verify_pristine"]

@@ -4,7 +4,9 @@ before it is handed over."""
 from __future__ import annotations
 
 import shutil
+import tarfile
 from pathlib import Path
+from typing import IO
 
 from orchestrator import log
 from orchestrator.corpus.git import Git, clean_git, differences, refuse
@@ -65,3 +67,17 @@ def _verify_copy(git: Git, path: Path, pin: CorpusPin, shown: Path) -> None:
         raise refuse(f"copy of {pin.id!r} for {shown} refused", found,
                       f"make a fresh copy; check the pristine: sandbench corpus verify {pin.id}",
                       corpus=pin.id, path=str(shown))
+
+
+def archive_tree(root: Path, out: IO[bytes], owner: str) -> None:
+    """A tar of `root` (named `.` and `./REL`, links as links) with every entry owned by
+    `owner` (`uid:gid`): an arm's corpus copy as it goes to a file system on another host,
+    owned there as a local copy is here."""
+    uid, gid = (int(x) for x in owner.split(":"))
+
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid, info.gid, info.uname, info.gname = uid, gid, "", ""
+        return info
+
+    with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as archive:
+        archive.add(root, arcname=".", recursive=True, filter=owned)

@@ -4,12 +4,14 @@ symlink, and what changed between two snapshots of one copy."""
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import stat
-from collections.abc import Mapping
+import tarfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from orchestrator.corpus.git import GIT_DIR
 from orchestrator.errors import SandbenchError
@@ -122,3 +124,59 @@ def changes(before: Snapshot, after: Snapshot) -> list[Change]:
                           in_git(path)))
     return out
 
+
+
+class _ChunkReader(io.RawIOBase):
+    """A stream of byte chunks (an engine's tar of a path) read as a file."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = iter(chunks)
+        self._left = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._left:
+            self._left = next(self._chunks, b"")
+            if not self._left:
+                return 0
+        size = min(len(buffer), len(self._left))
+        buffer[:size] = self._left[:size]
+        self._left = self._left[size:]
+        return size
+
+
+def snapshot_of_archive(chunks: Iterable[bytes]) -> Snapshot:
+    """What `snapshot` gives for a tree, from the tar an engine makes of it (`PATH/.`, so
+    names are `.` and `./REL`): a copy on another host is described by what that host holds,
+    read as it streams and never written here."""
+    entries: dict[str, Entry] = {}
+    with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks), 1 << 20),
+                      mode="r|") as archive:
+        for member in archive:
+            rel = member.name.removeprefix("./").rstrip("/")
+            if rel in ("", "."):
+                continue  # the root itself, as `snapshot` leaves it out
+            mode = stat.S_IMODE(member.mode)
+            if member.issym():
+                target = os.fsencode(member.linkname)
+                entries[rel] = Entry("symlink", mode, len(target), hashlib.sha256(target).hexdigest())
+            elif member.isdir():
+                entries[rel] = Entry("dir", mode, 0, "")
+            elif member.islnk():  # a hard link to a file already listed: the same content
+                linked = entries.get(member.linkname.removeprefix("./"))
+                if linked is None:
+                    raise SandbenchError(f"the archive links {rel} to {member.linkname}, "
+                                         "which it did not hold before")
+                entries[rel] = Entry("file", mode, linked.size, linked.digest)
+            elif member.isreg():
+                fh = archive.extractfile(member)
+                assert fh is not None
+                entries[rel] = Entry("file", mode, member.size,
+                                     hashlib.file_digest(fh, "sha256").hexdigest())
+            else:
+                kind = {tarfile.CHRTYPE: stat.S_IFCHR, tarfile.BLKTYPE: stat.S_IFBLK,
+                        tarfile.FIFOTYPE: stat.S_IFIFO}.get(member.type, 0)
+                entries[rel] = Entry("other", mode, 0, stat.filemode(kind | mode))
+    return Snapshot(entries)

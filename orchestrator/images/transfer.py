@@ -29,6 +29,11 @@ def export(engine: Engine, settings: Settings, names: list[str], out: Path) -> P
     recipes = load_recipes(settings.images_dir)
     chosen = [r.name for r in select(recipes, names)]
     entries = {n: lock.images[n] for n in chosen if lock.image_id(n)}
+    for entry in entries.values():
+        # The archive names each image by its lock tag; another bench root on this engine may
+        # have pointed that tag at its own build of the recipe: point it at the locked id.
+        repository, _, tag = entry["tag"].rpartition(":")
+        engine.tag(entry["image_id"], repository, tag)
     tmp = out.with_name(f".{out.name}.tmp")
     try:
         with open(tmp, "wb") as fh:

@@ -53,7 +53,7 @@ def test_sandbox_exec_keeps_the_transcript(bench: Settings) -> None:
 def test_verify_is_clean_and_a_noop_build_says_so(bench: Settings) -> None:
     result = _invoke("images", "verify", "--bench-root", str(bench.bench_root))
     assert result.exit_code == 0, result.output
-    assert result.output.count(" ok ") == 14  # thirteen images and the base's helper
+    assert result.output.count(" ok ") == 15  # fourteen images and the base's helper
     build = _invoke("images", "build", "--bench-root", str(bench.bench_root), "--json")
     actions = {o["name"]: o["action"] for o in json.loads(build.stdout)}
     assert actions.pop("devscout") == "unavailable"

@@ -476,3 +476,31 @@ def test_ls_reports_each_state(fetched, upstream: Upstream, cfg: Settings) -> No
     assert {k: s.state for k, s in states.items()} == {"sample": "fetched", "other": "absent",
                                                        "later": "absent"}
     assert states["sample"].info is not None and states["sample"].info.tracked_files == 6
+
+
+def test_a_tree_read_back_from_its_archive_has_the_snapshot_of_the_tree(tmp_path: Path) -> None:
+    """A copy on another host is described from the tar its engine makes: every kind,
+    mode, size and digest as `snapshot` reads them here, hard links and links included,
+    however the stream is cut; and the archive sent there is owned by the run's user."""
+    import io
+    import tarfile
+
+    from orchestrator.corpus import archive_tree, snapshot, snapshot_of_archive
+    root = tmp_path / "tree"
+    (root / "src" / "deep").mkdir(parents=True)
+    (root / "src" / "a.rs").write_bytes(b"fn main() {}\n")
+    (root / "src" / "deep" / "big.bin").write_bytes(os.urandom(300_000))
+    (root / "tool").write_text("#!/bin/sh\n")
+    (root / "tool").chmod(0o750)
+    os.link(root / "src" / "a.rs", root / "again.rs")
+    os.symlink("src/a.rs", root / "link")
+    os.mkfifo(root / "pipe")
+    archive = io.BytesIO()
+    archive_tree(root, archive, "4242:4343")
+    data = archive.getvalue()
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        assert {(m.uid, m.gid) for m in tar.getmembers()} == {(4242, 4343)}
+    for cut in (1, 4096, 1 << 20):
+        read = snapshot_of_archive(data[i:i + cut] for i in range(0, len(data), cut))
+        assert read == snapshot(root)
+    assert read.entries["pipe"].kind == "other" and read.entries["again.rs"].kind == "file"

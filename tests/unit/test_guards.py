@@ -307,3 +307,22 @@ def test_a_stored_mount_bound_that_is_not_a_positive_int_is_refused(tmp_path: Pa
     stored["mounts"][1]["size_bytes"] = True
     with pytest.raises(InputError, match=r"mounts\[1\]\.size_bytes"):
         guards.GuardPolicy.from_json(stored, tmp_path / "policy.json")
+
+
+def test_a_volume_mount_is_judged_by_its_name_and_a_bind_in_its_place_fails() -> None:
+    """On an engine of another host the arm's file systems are the engine's volumes: the
+    declared volume must be mounted as that volume, never a bind of some path."""
+    policy = guards.GuardPolicy(**{**asdict(POLICY), "mounts": [
+        guards.DeclaredMount("sandbench-r1-rg-corpus", "/corpus", False, 64 << 20, True),
+        guards.DeclaredMount("/bench/w/state", "/state", False, 32 << 20)]})
+    inspect = copy.deepcopy(INSPECT)
+    inspect["Mounts"][0] = {"Type": "volume", "Name": "sandbench-r1-rg-corpus",
+                            "Source": "/var/lib/docker/volumes/sandbench-r1-rg-corpus/_data",
+                            "Destination": "/corpus", "RW": True}
+    assert list(_failed(guards.check_outside(policy, inspect, HOST))) == []
+    inspect["Mounts"][0] = {"Type": "bind", "Destination": "/corpus", "RW": True,
+                            "Source": "sandbench-r1-rg-corpus"}
+    assert list(_failed(guards.check_outside(policy, inspect, HOST))) == ["mounts"]
+    stored = policy.to_json()
+    assert stored["mounts"][0]["volume"] is True and "volume" not in stored["mounts"][1]
+    assert guards.GuardPolicy.from_json(stored, Path("policy.json")) == policy

@@ -29,7 +29,8 @@ def test_the_shipped_recipes_load_in_build_order() -> None:
     assert names[0] == "base"
     assert set(names) == {"base", "rg", "ast-grep", "code-review-graph", "probe", "devscout",
                           "mcp", "code-index-mcp", "ctags", "aider-repomap", "serena",
-                          "oracle-scip-typescript", "base-trixie", "oracle-rust-analyzer"}
+                          "oracle-scip-typescript", "base-trixie", "oracle-rust-analyzer",
+                          "engine-agent"}
     # Two roots (bookworm and trixie), each a bootstrap; every other image FROM one of them
     # or from an image of its own (an MCP arm's image carries the client), after its parent.
     roots = {n for n in names if recipes[n].bootstrap is not None}

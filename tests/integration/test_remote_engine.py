@@ -1,0 +1,123 @@
+"""An engine of another host: a second dockerd here, reached only over tcp:// with mutual
+TLS, so sandbench treats it as another host's (nothing of this host can be mounted there).
+The arms placed on it run on file systems, a corpus copy and a helper made through that
+engine alone, pass every guard there, and grade exactly as on the local engine; lost mid-arm,
+its arm resumes here, its set-up built again on the new file systems."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchmarks.second_engine import SecondEngine, second_dockerd
+from orchestrator import corpus, engines, remote, run
+from orchestrator.engine import Engine, engine_address
+from orchestrator.errors import SandbenchError
+from orchestrator.score import scorer
+from orchestrator.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+# Placed in this order on the engines given: rg here, ctags (an index built at set-up) there.
+ARMS = ["rg", "ctags"]
+
+
+@pytest.fixture
+def tls_engine(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[SecondEngine]:
+    if os.geteuid() != 0 or shutil.which("dockerd") is None or shutil.which("openssl") is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs as root with Debian's docker.io (dockerd) and openssl")
+        pytest.skip("a second dockerd needs root, dockerd and openssl")
+    with second_dockerd(tls=True) as daemon:
+        assert daemon.certs is not None
+        monkeypatch.setenv("DOCKER_TLS_VERIFY", "1")
+        monkeypatch.setenv("DOCKER_CERT_PATH", str(daemon.certs))
+        yield daemon
+
+
+def _grades(run_dir: Path, settings: Settings) -> dict[tuple[str, str], tuple]:
+    scores = scorer.score_run(run_dir, settings.suite_dir("demo"), update=True)
+    return {(c["arm"], c["task"]): (c["verdict"], c["failure"],
+                                    (c["grade"] or {}).get("recall"),
+                                    (c["grade"] or {}).get("precision"),
+                                    (c["cost"] or {}).get("stdout_bytes"))
+            for c in scores["cells"]}
+
+
+def test_arms_on_an_engine_of_another_host_run_on_its_own_files_and_grade_the_same(
+        engine: Engine, bench: Settings, tls_engine: SecondEngine) -> None:
+    corpus.fetch(corpus.load_lock(corpus.lock_path(bench))["demo"], bench)
+    local = run.execute(engine, bench, "demo", only=ARMS)
+
+    members = engines.connect([engine_address(), str(tls_engine.tcp_url)])
+    far = members[1]
+    assert not far.local and far.facts["on_this_host"] is False
+    spread = run.execute(engine, bench, "demo", only=ARMS, members=members)
+
+    meta = json.loads((spread / "run.json").read_text())
+    assert meta["status"] == "complete"
+    remote_arms = [a for a in ARMS if meta["arms"][a]["engine"] == far.id]
+    assert remote_arms, "no arm was placed on the engine of another host"
+    assert meta["engines"][far.id]["refused"] is None
+    for arm in remote_arms:
+        # Nothing of the arm's is on this host: its file systems are that engine's volumes,
+        # the helper that host's file, each checked outside and inside.
+        assert not (spread / "work" / arm).exists()
+        verdict = json.loads((spread / "guards" / arm / "verdict.json").read_text())
+        assert [g["guard"] for g in verdict if not g["ok"]] == []
+        # ... among them the bound of every file system, seen from inside.
+        assert {g["guard"] for g in verdict} >= {"mounts", "mount_sizes", "helper_digest"}
+        policy = json.loads((spread / "guards" / arm / "policy.json").read_text())
+        assert {m["target"]: m["source"] for m in policy["mounts"] if m.get("volume")} == {
+            f"/{n}": remote.volume_name(meta["run_id"], arm, n)
+            for n in ("corpus", "state", "out")}
+        assert policy["helper"]["source"].startswith(str(tls_engine.root / "data" / "volumes"))
+        host = json.loads((spread / "guards" / arm / "host.json").read_text())
+        assert host["helper"]["sha256"] == policy["helper"]["sha256"]
+        state = json.loads((spread / "arms" / arm / "state.json").read_text())
+        assert state["corpus_changes"] == []  # the copy there was the pristine, index fresh
+    # Between arms the file systems are detached and their volumes gone; the images stay
+    # in the run's work volume there.
+    far_engine = Engine.connect(address=str(tls_engine.tcp_url))
+    names = {v["Name"] for v in far_engine.list_volumes(f"sandbench.run={meta['run_id']}")}
+    assert names == {f"sandbench-work-{meta['run_id']}"}
+    assert _grades(spread, bench) == _grades(local, bench)
+
+
+def test_an_engine_of_another_host_lost_mid_arm_resumes_here_with_its_setup_built_again(
+        engine: Engine, bench: Settings, tls_engine: SecondEngine) -> None:
+    corpus.fetch(corpus.load_lock(corpus.lock_path(bench))["demo"], bench)
+    local = run.execute(engine, bench, "demo", only=ARMS)
+    members = engines.connect([engine_address(), str(tls_engine.tcp_url)])
+    far = members[1].id
+    seen: list[str] = []
+
+    def lose_the_far_engine(arm: str, cell: str, outcome: str) -> None:
+        meta = json.loads((run_dir() / "run.json").read_text())
+        if meta["arms"][arm].get("engine") == far:
+            seen.append(cell)
+            if len(seen) == 4:
+                tls_engine.kill()
+
+    def run_dir() -> Path:
+        return next(p for p in bench.runs_dir.glob("run-demo-*") if p != local)
+
+    with pytest.raises(SandbenchError):
+        run.execute(engine, bench, "demo", only=ARMS, members=members,
+                    progress=lose_the_far_engine)
+    assert seen[0] == "_setup" and len(seen) >= 4
+    spread = run_dir()
+    resumed = run.execute(engine, bench, "demo", only=ARMS, resume=spread,
+                          members=engines.connect([engine_address()]))
+    meta = json.loads((resumed / "run.json").read_text())
+    assert meta["status"] == "complete"
+    moved = [a for a in ARMS if meta["arms"][a]["engine"] != far]
+    assert moved == ARMS
+    setup = json.loads((resumed / "cells" / "ctags" / "_setup" / "record.json").read_text())
+    assert setup["engine"] == members[0].id  # built again here, on the new file systems
+    assert _grades(resumed, bench) == _grades(local, bench)
