@@ -1,9 +1,11 @@
-"""The multi-engine figures: the demo suite on one engine and on two, alternately (a second dockerd on
-this same machine, so the figure is the overhead of spreading a run, not a speed-up), with
-their grades compared; the time to bring the demo's locked images into a fresh engine
-(`images export` from the shared engine, `images import` into the new one, every digest
-checked); and how many Kubernetes manifests `k8s export demo` validates. Needs root, dockerd,
-the images built and the demo corpus fetched; not part of scripts/bench (it starts a daemon).
+"""The multi-engine figures: the demo suite on one engine, on two, and on two where the second is
+reached as another host's, alternately (one second dockerd on this same machine, reached over
+its unix socket and over tcp:// with mutual TLS, so the figures are the overhead of spreading
+a run and of making an arm's files through the engine, not a speed-up), with their grades
+compared; the time to bring the demo's locked images into a fresh engine (`images export`
+from the shared engine, `images import` into the new one, every digest checked); and how
+many Kubernetes manifests `k8s export demo` validates. Needs root, dockerd, openssl, the
+images built and the demo corpus fetched; not part of scripts/bench (it starts a daemon).
 
     python -m benchmarks.engines_bench
 """
@@ -11,6 +13,7 @@ the images built and the demo corpus fetched; not part of scripts/bench (it star
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -50,21 +53,28 @@ def main() -> dict[str, Any]:
     lock = ImageLock.load(settings.images_lock)
     plan = run.plan(settings, "demo", engine=engine)
     names = sorted({a.spec.image for a in plan.available} | {"base"})
-    with second_dockerd() as fresh:
+    with second_dockerd(tls=True) as fresh:
+        assert fresh.certs is not None and fresh.tcp_url is not None
+        os.environ.update(DOCKER_TLS_VERIFY="1", DOCKER_CERT_PATH=str(fresh.certs))
         members = engines.connect([engine_address(), fresh.url])
+        far = engines.connect([engine_address(), fresh.tcp_url])
         began = time.monotonic()
         engines.bring_images(members[1], members, settings, names,
                              settings.bench_root / "transfer")
         import_s = time.monotonic() - began
-        one, two = [], []
+        one, two, remote = [], [], []
         for _ in range(ROUNDS):
             one.append(_timed(engine, settings, None))
             two.append(_timed(engine, settings, members))
+            remote.append(_timed(engine, settings, far))
     one_s = statistics.median(s for s, _ in one)
     two_s = statistics.median(s for s, _ in two)
+    remote_s = statistics.median(s for s, _ in remote)
     one_dir, two_dir = one[0][1], two[0][1]
     placement = {a: d.get("engine") for a, d in
                  json.loads((two_dir / "run.json").read_text())["arms"].items()}
+    remote_placement = {a: d.get("engine") for a, d in
+                        json.loads((remote[0][1] / "run.json").read_text())["arms"].items()}
     docs, _ = k8s.manifests(settings, "demo")
     figures = {
         "jobs": JOBS,
@@ -73,10 +83,14 @@ def main() -> dict[str, Any]:
         "one_engine_samples_s": [round(s, 2) for s, _ in one],
         "two_engines_samples_s": [round(s, 2) for s, _ in two],
         "two_over_one": round(two_s / one_s, 3),
+        "second_as_another_host_wall_s": round(remote_s, 2),
+        "second_as_another_host_samples_s": [round(s, 2) for s, _ in remote],
+        "another_host_over_one": round(remote_s / one_s, 3),
         "grades_equal": all(_grades(d, settings) == _grades(one_dir, settings)
-                            for _, d in one + two),
+                            for _, d in one + two + remote),
         "placement": placement,
-        "runs": [str(d) for _, d in one + two],
+        "placement_another_host": remote_placement,
+        "runs": [str(d) for _, d in one + two + remote],
         "import_into_fresh_engine_s": round(import_s, 2),
         "imported_images": names,
         "imported_bytes": sum(lock.images[n].get("size_bytes") or 0 for n in names),

@@ -11,6 +11,7 @@ import pytest
 
 from orchestrator import images
 from orchestrator.engine import Engine
+from orchestrator.score import scorer
 from orchestrator.settings import Settings, load_settings
 from orchestrator.suite import SCORER_SOURCES
 
@@ -53,3 +54,14 @@ def project_copy(built: Settings, root: Path) -> Settings:
     images.share_lock(built, settings.bench_root)
     corpus.fetch(corpus.load_lock(project / "corpus.lock")["demo"], settings)
     return settings
+
+
+def grades_and_bytes(run_dir: Path, settings: Settings) -> dict[tuple[str, str], tuple]:
+    """(arm, task) -> verdict, failure, recall, precision and cold payload bytes: what two
+    runs of the demo suite must share wherever their cells ran."""
+    scores = scorer.score_run(run_dir, settings.suite_dir("demo"), update=True)
+    return {(c["arm"], c["task"]): (c["verdict"], c["failure"],
+                                    (c["grade"] or {}).get("recall"),
+                                    (c["grade"] or {}).get("precision"),
+                                    (c["cost"] or {}).get("stdout_bytes"))
+            for c in scores["cells"]}

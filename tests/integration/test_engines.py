@@ -17,8 +17,8 @@ from benchmarks.second_engine import SecondEngine, second_dockerd
 from orchestrator import corpus, engines, run
 from orchestrator.engine import Engine, engine_address
 from orchestrator.errors import SandbenchError
-from orchestrator.score import scorer
 from orchestrator.settings import Settings
+from tests.integration.conftest import grades_and_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -35,15 +35,6 @@ def second_engine(engine: Engine) -> Iterator[SecondEngine]:
         yield daemon
     # A dockerd started with --bridge=none deletes docker0: the shared engine's, not its own.
     assert shared_bridge.exists() or not had_bridge, "the second engine removed docker0"
-
-
-def _grades_and_bytes(run_dir: Path, settings: Settings) -> dict[tuple[str, str], tuple]:
-    scores = scorer.score_run(run_dir, settings.suite_dir("demo"), update=True)
-    return {(c["arm"], c["task"]): (c["verdict"], c["failure"],
-                                    (c["grade"] or {}).get("recall"),
-                                    (c["grade"] or {}).get("precision"),
-                                    (c["cost"] or {}).get("stdout_bytes"))
-            for c in scores["cells"]}
 
 
 def test_two_engines_one_lost_mid_run_resume_on_the_other_equals_one_engine(
@@ -88,7 +79,7 @@ def test_two_engines_one_lost_mid_run_resume_on_the_other_equals_one_engine(
         ran_on = {json.loads(p.read_text())["engine"]
                   for p in (two / "cells" / arm).glob("*/*/record.json")}
         assert ran_on == {first, second}  # some cells on each: every record names its engine
-    resumed, unbroken = _grades_and_bytes(two, bench), _grades_and_bytes(one_engine, bench)
+    resumed, unbroken = grades_and_bytes(two, bench), grades_and_bytes(one_engine, bench)
     assert {k: v[:4] for k, v in resumed.items()} == {k: v[:4] for k, v in unbroken.items()}
     # Payload bytes too, but for code-review-graph: its node ids come from its own index
     # build and differ between any two builds (18,491 and 18,507 bytes for one answer, both

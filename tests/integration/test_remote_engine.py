@@ -18,8 +18,8 @@ from benchmarks.second_engine import SecondEngine, second_dockerd
 from orchestrator import corpus, engines, remote, run
 from orchestrator.engine import Engine, engine_address
 from orchestrator.errors import SandbenchError
-from orchestrator.score import scorer
 from orchestrator.settings import Settings
+from tests.integration.conftest import grades_and_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -38,15 +38,6 @@ def tls_engine(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[Seco
         monkeypatch.setenv("DOCKER_TLS_VERIFY", "1")
         monkeypatch.setenv("DOCKER_CERT_PATH", str(daemon.certs))
         yield daemon
-
-
-def _grades(run_dir: Path, settings: Settings) -> dict[tuple[str, str], tuple]:
-    scores = scorer.score_run(run_dir, settings.suite_dir("demo"), update=True)
-    return {(c["arm"], c["task"]): (c["verdict"], c["failure"],
-                                    (c["grade"] or {}).get("recall"),
-                                    (c["grade"] or {}).get("precision"),
-                                    (c["cost"] or {}).get("stdout_bytes"))
-            for c in scores["cells"]}
 
 
 def test_arms_on_an_engine_of_another_host_run_on_its_own_files_and_grade_the_same(
@@ -86,7 +77,7 @@ def test_arms_on_an_engine_of_another_host_run_on_its_own_files_and_grade_the_sa
     far_engine = Engine.connect(address=str(tls_engine.tcp_url))
     names = {v["Name"] for v in far_engine.list_volumes(f"sandbench.run={meta['run_id']}")}
     assert names == {f"sandbench-work-{meta['run_id']}"}
-    assert _grades(spread, bench) == _grades(local, bench)
+    assert grades_and_bytes(spread, bench) == grades_and_bytes(local, bench)
 
 
 def test_an_engine_of_another_host_lost_mid_arm_resumes_here_with_its_setup_built_again(
@@ -120,4 +111,4 @@ def test_an_engine_of_another_host_lost_mid_arm_resumes_here_with_its_setup_buil
     assert moved == ARMS
     setup = json.loads((resumed / "cells" / "ctags" / "_setup" / "record.json").read_text())
     assert setup["engine"] == members[0].id  # built again here, on the new file systems
-    assert _grades(resumed, bench) == _grades(local, bench)
+    assert grades_and_bytes(resumed, bench) == grades_and_bytes(local, bench)
