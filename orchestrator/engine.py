@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import socket
-import ssl
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -120,10 +119,11 @@ class AttachChannel:
     def __init__(self, api: docker.APIClient, response: Any) -> None:
         self._api = api
         self._response = response  # holds the engine's connection open
-        # A TLS engine's stream is the TLS socket itself (its descriptor carries records,
-        # not the stream); a plain one is read through a descriptor of our own.
-        self._sock = (response if isinstance(response, ssl.SSLSocket)
-                      else socket.socket(fileno=os.dup(response.fileno())))
+        # A plain socket is read through a descriptor of our own; any other is read as it
+        # is: a TLS engine's descriptor carries records, not the stream, and an ssh:// one's
+        # stream runs through an ssh process, not its descriptor.
+        self._sock = (socket.socket(fileno=os.dup(response.fileno()))
+                      if type(response) is socket.socket else response)
         self._sock.settimeout(None)
 
     def send(self, data: bytes) -> None:
