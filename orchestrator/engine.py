@@ -119,11 +119,12 @@ class AttachChannel:
     def __init__(self, api: docker.APIClient, response: Any) -> None:
         self._api = api
         self._response = response  # holds the engine's connection open
-        # A plain socket is read through a descriptor of our own; any other is read as it
-        # is: a TLS engine's descriptor carries records, not the stream, and an ssh:// one's
-        # stream runs through an ssh process, not its descriptor.
-        self._sock = (socket.socket(fileno=os.dup(response.fileno()))
-                      if type(response) is socket.socket else response)
+        # A plain stream (a unix or tcp socket's, as a socket or the SDK's SocketIO) is read
+        # through a descriptor of our own; a socket subclass is read as it is: a TLS engine's
+        # descriptor carries records, not the stream, and an ssh:// one's stream runs through
+        # an ssh process, not its descriptor.
+        plain = not isinstance(response, socket.socket) or type(response) is socket.socket
+        self._sock = socket.socket(fileno=os.dup(response.fileno())) if plain else response
         self._sock.settimeout(None)
 
     def send(self, data: bytes) -> None:
