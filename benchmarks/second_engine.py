@@ -159,10 +159,10 @@ class SecondEngine:
             return
         engine = Engine.connect(address=self.url)
         cleanup.remove(engine, cleanup.find(engine))
+        self._detach_loop_devices()  # its containers gone, their volumes are unmounted
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=90)
         self._signal_containerd(signal.SIGTERM)
-        self._detach_loop_devices()
         # dockerd makes its data root a mount of its own; one killed and started again
         # leaves one mount per start: unmount each (a bounded number of times).
         # (A bind mount of a directory on itself keeps its device and inode, so

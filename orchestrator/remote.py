@@ -41,25 +41,31 @@ VOLUME_MOUNT_OPTIONS = "nosuid,nodev,noatime,noinit_itable"
 GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": "/nonexistent",
            "GIT_TERMINAL_PROMPT": "0"}
 
-# Attach a free loop device to an image (made as a node first: an agent's /dev is the one
-# the engine gave it at its start), after detaching any an earlier attempt left on it.
-_ATTACH = r"""
+# Every loop device backed by the image "$1", detached: found by the file's device and inode
+# as the kernel keeps them (sysfs names the backing file only by a path inside a mount the
+# agent cannot see, and losetup -j matches by that path), each device node made first: an
+# agent's /dev is the one the engine gave it at its start.
+_DETACH = r"""
 img="$1"
-node() { [ -b "$1" ] || mknod "$1" b 7 "${1#/dev/loop}"; }
-for dev in $(losetup -n -O NAME -j "$img"); do node "$dev"; losetup -d "$dev"; done
+node() { [ -b "/dev/loop$1" ] || mknod "/dev/loop$1" b 7 "$1"; }
+want="$(stat -c '%Hd:%Ld %i' "$img")"
+for sys in /sys/block/loop*; do
+  [ -e "$sys/loop/backing_file" ] || continue
+  n="${sys#/sys/block/loop}"
+  node "$n"
+  got="$(losetup --list -n -O BACK-MAJ:MIN,BACK-INO "/dev/loop$n" | awk '{print $1" "$2}')"
+  if [ "$got" = "$want" ]; then losetup -d "/dev/loop$n"; fi
+done
+"""
+# A free loop device attached to the image, after detaching any an earlier attempt left on it.
+_ATTACH = _DETACH + r"""
 for try in 1 2 3 4 5 6 7 8; do
   dev=$(losetup -f)
-  node "$dev"
+  node "${dev#/dev/loop}"
   if losetup "$dev" "$img"; then echo "$dev"; exit 0; fi
 done
 echo "no loop device could be attached to $img" >&2
 exit 1
-"""
-_DETACH = r"""
-for dev in $(losetup -n -O NAME -j "$1"); do
-  [ -b "$dev" ] || mknod "$dev" b 7 "${dev#/dev/loop}"
-  losetup -d "$dev"
-done
 """
 # A new sparse image of exactly SIZE bytes owned at its root by UID:GID, without the
 # lost+found mke2fs makes (the arm's tree holds only what was put there).

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,6 +39,10 @@ def tls_engine(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[Seco
         monkeypatch.setenv("DOCKER_TLS_VERIFY", "1")
         monkeypatch.setenv("DOCKER_CERT_PATH", str(daemon.certs))
         yield daemon
+    # No loop device is left backed by an image of the engine's, now deleted.
+    attached = subprocess.run(["losetup", "--list", "-n", "-O", "NAME,BACK-FILE"],
+                              capture_output=True, text=True, check=True).stdout
+    assert "(deleted)" not in attached, attached
 
 
 def test_arms_on_an_engine_of_another_host_run_on_its_own_files_and_grade_the_same(
@@ -77,6 +82,7 @@ def test_arms_on_an_engine_of_another_host_run_on_its_own_files_and_grade_the_sa
     far_engine = Engine.connect(address=str(tls_engine.tcp_url))
     names = {v["Name"] for v in far_engine.list_volumes(f"sandbench.run={meta['run_id']}")}
     assert names == {f"sandbench-work-{meta['run_id']}"}
+    assert _loop_devices_on(tls_engine.root) == []
     assert grades_and_bytes(spread, bench) == grades_and_bytes(local, bench)
 
 
@@ -112,3 +118,20 @@ def test_an_engine_of_another_host_lost_mid_arm_resumes_here_with_its_setup_buil
     setup = json.loads((resumed / "cells" / "ctags" / "_setup" / "record.json").read_text())
     assert setup["engine"] == members[0].id  # built again here, on the new file systems
     assert grades_and_bytes(resumed, bench) == grades_and_bytes(local, bench)
+    # The lost engine could not detach its arm's devices: they are still attached (the
+    # fixture detaches them, and checks that none is left).
+    assert _loop_devices_on(tls_engine.root)
+
+
+def _loop_devices_on(root: Path) -> list[str]:
+    """Loop devices of this machine backed by an image in that engine's volumes."""
+    images = {(os.stat(f).st_dev, os.stat(f).st_ino)
+              for f in (root / "data" / "volumes").glob("*/_data/*/*.ext4")}
+    listed = subprocess.run(["losetup", "--list", "--json", "-O", "NAME,BACK-INO,BACK-MAJ:MIN"],
+                            capture_output=True, text=True, check=True)
+    found = []
+    for device in json.loads(listed.stdout or "{}").get("loopdevices") or []:
+        major, minor = (int(x) for x in str(device["back-maj:min"]).split(":"))
+        if (os.makedev(major, minor), int(device["back-ino"] or 0)) in images:
+            found.append(device["name"])
+    return found
