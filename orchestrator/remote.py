@@ -93,7 +93,6 @@ class EngineHost:
     run_id: str
     agent_image: str  # the locked id of AGENT_IMAGE
     helper_path: str | None = None  # on that host, once placed
-    helper_sha256: str | None = None
 
     @property
     def work_volume(self) -> str:
@@ -113,6 +112,7 @@ class EngineHost:
         spec: dict[str, Any] = {
             "image": self.agent_image, "command": ["sh", "-euc", script, "agent", *args],
             "user": user, "network_mode": "none", "labels": self._labels(),
+            "log_config": {"type": "json-file"},  # its stdout is read back: whatever the default
             "environment": dict(env or {}), "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],
             "mounts": [_volume(self.work_volume, WORK),
@@ -159,8 +159,8 @@ class EngineHost:
             with tarfile.open(fileobj=archive, mode="w", format=tarfile.PAX_FORMAT) as tar:
                 folder = tarfile.TarInfo(HELPER_DIR)
                 folder.type, folder.mode = tarfile.DIRTYPE, 0o755
-                tar.add(local, arcname=name, filter=_root_readonly)
                 tar.addfile(folder)
+                tar.add(local, arcname=name, filter=_root_readonly)
             archive.seek(0)
             with self._holder({self.work_volume: WORK}) as holder:
                 self.engine.copy_in(holder, WORK, archive)
@@ -171,7 +171,6 @@ class EngineHost:
             raise SandbenchError(f"engine {self.engine_id}: the helper placed at "
                                  f"{self.helper_path} hashes to {found}",
                                  why=f"the image lock gives {sha256}")
-        self.helper_sha256 = sha256
         return self.helper_path
 
     def helper_digest(self) -> str | None:
