@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from orchestrator.untrusted.text import terminal, terminal_lines
+
 
 class SandbenchError(Exception):
     """A failure the user can act on. Printed without a traceback; exits with `exit_code`."""
@@ -24,11 +26,16 @@ class SandbenchError(Exception):
         self.data: Mapping[str, Any] = data
 
     def render(self) -> str:
-        lines = [f"error: {self.what}"]
-        if self.why:
-            lines.append(f"  why: {self.why}")
-        if self.fix:
-            lines.append(f"  fix: {self.fix}")
+        """The message for a terminal. Any part may quote a tool's bytes (a file name, a
+        stderr tail): `what` is kept to one line, and every control in any part is shown as
+        its escape (`untrusted.text`), so nothing printed can act on the terminal; a line
+        break inside `why` or `fix` is kept but indented under its label, so no quoted line
+        can pass for one of the message's own."""
+        lines = [f"error: {terminal(self.what)}"]
+        for label, text in (("why", self.why), ("fix", self.fix)):
+            if text:
+                lines.append(f"  {label}: " + terminal_lines(text).replace(
+                    "\n", "\n" + " " * (len(label) + 4)))
         return "\n".join(lines)
 
     def __str__(self) -> str:

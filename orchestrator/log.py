@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import sys
@@ -9,6 +10,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import structlog
+
+from orchestrator.untrusted.text import terminal, terminal_lines
 
 _run_log: TextIO | None = None
 _console_level = logging.NOTSET
@@ -41,6 +44,22 @@ def _drop_below_console_level(_logger: Any, _name: str, event: dict[str, Any]) -
     return event
 
 
+def _escape_for_console(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    """The console renderer prints strings as they are; an event may carry a tool's bytes (a
+    path, a version, an error's text), so every string key and value is escaped for the
+    terminal first (other values it prints by repr, which escapes them). JSON lines need
+    nothing: json escapes every control."""
+    return {terminal(k) if isinstance(k, str) else k:
+            terminal(v) if isinstance(v, str) else v for k, v in event.items()}
+
+
+def _escaped_traceback(sio: TextIO, exc_info: Any) -> None:
+    """A plain traceback (rich's would print local values raw), its text escaped."""
+    buffer = io.StringIO()
+    structlog.dev.plain_traceback(buffer, exc_info)
+    sio.write(terminal_lines(buffer.getvalue().rstrip("\n")) + "\n")
+
+
 class _CurrentStderr:
     """Whatever sys.stderr is at the moment of writing (test runners swap it)."""
 
@@ -64,8 +83,10 @@ def configure(run_log: Path | None = None, *, stream: TextIO | None = None) -> N
         run_log.parent.mkdir(parents=True, exist_ok=True)
         _run_log = open(run_log, "a", encoding="utf-8")
     out = stream or _CurrentStderr()
-    renderer = (structlog.dev.ConsoleRenderer(colors=True) if out.isatty()
-                else structlog.processors.JSONRenderer(sort_keys=True))
+    console = out.isatty()
+    renderer = (structlog.dev.ConsoleRenderer(colors=True,
+                                              exception_formatter=_escaped_traceback)
+                if console else structlog.processors.JSONRenderer(sort_keys=True))
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -73,6 +94,7 @@ def configure(run_log: Path | None = None, *, stream: TextIO | None = None) -> N
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             _tee_to_run_log,
             _drop_below_console_level,
+            *([_escape_for_console] if console else []),
             renderer,
         ],
         logger_factory=structlog.PrintLoggerFactory(out),

@@ -4,17 +4,22 @@ parse, call one domain function, render, exit."""
 from __future__ import annotations
 
 import sys
+import traceback
+from types import TracebackType
 
 import typer
 from typer.core import TyperGroup
 
 from orchestrator import log
 from orchestrator.errors import SandbenchError
+from orchestrator.untrusted.errors import HostileInput
+from orchestrator.untrusted.text import terminal, terminal_lines
 
 
 class SandbenchGroup(TyperGroup):
-    """Turns a SandbenchError anywhere below into one message on stderr and its exit code;
-    Ctrl-C exits 130 quietly."""
+    """Turns a SandbenchError anywhere below into one message on stderr and its exit code
+    (its render escapes what a tool wrote into it), a HostileInput that reached the top into
+    one escaped line and exit 1; Ctrl-C exits 130 quietly."""
 
     def invoke(self, ctx: typer.Context):  # type: ignore[override]
         try:
@@ -22,6 +27,9 @@ class SandbenchGroup(TyperGroup):
         except SandbenchError as err:
             typer.echo(err.render(), err=True)
             raise typer.Exit(err.exit_code) from None
+        except HostileInput as err:
+            typer.echo(f"error: {terminal(err)}", err=True)
+            raise typer.Exit(1) from None
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(130) from None
@@ -58,5 +66,13 @@ def _register() -> None:
 _register()
 
 
+def _escaped_traceback(kind: type[BaseException], value: BaseException,
+                       tb: TracebackType | None) -> None:
+    """An unexpected error's traceback, its message escaped: it may quote a tool's bytes."""
+    text = "".join(traceback.format_exception(kind, value, tb)).rstrip("\n")
+    sys.stderr.write(terminal_lines(text) + "\n")
+
+
 def main() -> None:
+    sys.excepthook = _escaped_traceback
     sys.exit(app())

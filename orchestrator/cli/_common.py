@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestrator.settings import Settings, load_settings
+from orchestrator.untrusted.text import terminal
 
 if TYPE_CHECKING:
     from orchestrator.guards import GuardResult
@@ -46,13 +47,15 @@ def console() -> Console:
 
 def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> Table:
     """One row per dict, the named columns in order under upper-cased headers; None is an
-    empty cell. Cells are plain text (never rich markup)."""
+    empty cell. Cells are plain text (never rich markup), escaped for the terminal: a found
+    value or a version may be a tool's bytes."""
     grid = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold",
                  highlight=False)
     for column in columns:
         grid.add_column(column.upper(), overflow="fold")
     for row in rows:
-        grid.add_row(*(Text("" if row.get(c) is None else str(row.get(c))) for c in columns))
+        grid.add_row(*(Text("" if row.get(c) is None else terminal(row.get(c)))
+                       for c in columns))
     return grid
 
 
@@ -66,7 +69,7 @@ def show(*renderables: RenderableType) -> None:
 
 def show_guards(heading: str, results: Sequence[GuardResult]) -> None:
     """An arm's heading line, then one row per guard: what `sandbox check` and `audit` print."""
-    typer.echo(f"\n{heading}")
+    typer.echo(f"\n{terminal(heading)}")
     show(table([{**dataclasses.asdict(r), "ok": "ok" if r.ok else "FAIL"} for r in results],
                ["guard", "side", "ok", "expected", "found"]))
 

@@ -27,6 +27,7 @@ from orchestrator import log
 from orchestrator.run import SETUP_CELL, ArmPlan
 from orchestrator.run import Progress as OnCell
 from orchestrator.transcripts import RECORD_NAME
+from orchestrator.untrusted.text import terminal
 
 Clock = Callable[[], float]
 
@@ -95,9 +96,12 @@ def live_display(arms: Sequence[ArmPlan], jobs: int, done_before: int
     """The terminal's display on stderr, and what closes it. While it shows, the console
     logs only warnings and errors; the run log keeps every event."""
     tally = ArmTally(arms, jobs)
-    display = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TextColumn("{task.fields[failures]}"), TimeElapsedColumn(),
-                       TextColumn("left"), TimeRemainingColumn(),
+    # Plain text columns (markup=False): a description is never read as rich markup, and
+    # every name in it is escaped for the terminal first.
+    display = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                       MofNCompleteColumn(),
+                       TextColumn("{task.fields[failures]}", markup=False), TimeElapsedColumn(),
+                       TextColumn("left", markup=False), TimeRemainingColumn(),
                        console=Console(stderr=True))
     task = display.add_task("starting", total=sum(len(a.cells) for a in arms),
                             completed=done_before, failures=_count(0, "failure"))
@@ -108,14 +112,15 @@ def live_display(arms: Sequence[ArmPlan], jobs: int, done_before: int
     def on_cell(arm: str, cell: str, outcome: str) -> None:
         with one_at_a_time:
             for line in tally.record(arm, cell, outcome):
-                display.console.print(line, markup=False, highlight=False)
+                display.console.print(terminal(line), markup=False, highlight=False,
+                                      emoji=False)
             display.update(task, advance=0 if cell == SETUP_CELL else 1,
-                           description=f"{arm} {cell}",
+                           description=terminal(f"{arm} {cell}"),
                            failures=_count(tally.failures, "failure"))
 
     def close() -> None:
         for line in tally.unfinished():
-            display.console.print(line, markup=False, highlight=False)
+            display.console.print(terminal(line), markup=False, highlight=False, emoji=False)
         display.stop()
         log.console_level(logging.NOTSET)
     return on_cell, close

@@ -10,6 +10,7 @@ import typer
 from orchestrator import selfcheck
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show_guards
 from orchestrator.engine import Engine
+from orchestrator.untrusted.text import terminal
 
 app = typer.Typer(no_args_is_help=True, help="Hardened per-arm containers.")
 
@@ -27,7 +28,7 @@ def check(arms: list[str] = typer.Argument(None, help="Arms to check (default: a
     else:
         for c in checks:
             if c.unavailable:
-                typer.echo(f"\n{c.arm}: unavailable ({c.unavailable})")
+                typer.echo(f"\n{c.arm}: unavailable ({terminal(c.unavailable)})")
                 continue
             show_guards(f"{c.arm}: {'all guards verified' if c.ok else 'REFUSED'}", c.results)
         typer.echo(f"\nsnapshots: {run_dir} (re-check offline: sandbench audit {run_dir})")

@@ -10,6 +10,7 @@ from orchestrator.cli._common import BenchRoot, Json, emit_json, settings
 from orchestrator.engine import Engine
 from orchestrator.fsutil import read_json
 from orchestrator.oracle import build as oracle_build
+from orchestrator.untrusted.text import terminal, terminal_lines
 
 app = typer.Typer(no_args_is_help=True, help="Compiler truth from oracles.")
 
@@ -26,7 +27,8 @@ def build(name: str, bench_root: Path = BenchRoot, as_json: bool = Json) -> None
                    "tasks": sorted(document["tasks"])})
         return
     oracle = document["oracle"]
-    typer.echo(f"{oracle['arm']} ({oracle['tool_version']}, image {oracle['image_id'][:19]}): "
+    typer.echo(f"{oracle['arm']} ({terminal(oracle['tool_version'])}, "
+               f"image {terminal(oracle['image_id'][:19])}): "
                f"{len(document['tasks'])} task truths"
                + (f", {len(document['edges'])} edges" if "edges" in document else ""))
     typer.echo(f"index: {document['transcript']['stdout_bytes']} bytes, stdout sha256 "
@@ -44,5 +46,5 @@ def compare(run_dir: Path, bench_root: Path = BenchRoot, as_json: bool = Json) -
     if as_json:
         emit_json({"document": str(path), **figures})
         return
-    typer.echo(path.read_text(), nl=False)
+    typer.echo(terminal_lines(path.read_text()), nl=False)
     typer.echo(f"document: {path}")

@@ -18,6 +18,7 @@ from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_text, read_json
 from orchestrator.score import correctness
 from orchestrator.score.numbers import r6
+from orchestrator.untrusted.text import markdown_cell, markdown_code_span, markdown_inline
 
 DOCUMENT = "truth-comparison.md"
 
@@ -82,29 +83,34 @@ def compare(run_dir: Path, suites_dir: Path) -> tuple[Path, dict[str, Any]]:
     return path, figures
 
 
+def _list(paths: list[str]) -> str:
+    return ", ".join(markdown_inline(p) for p in paths) or "-"
+
+
 def _markdown(f: dict[str, Any]) -> str:
-    o = f["oracle"]
-    lines = [f"# Text truth against compiler truth: suite {f['suite']}", "",
-             f"Compiler truth: {o['arm']} ({o['tool_version']}), image `{o['image_id']}`, "
-             f"`{' '.join(o['argv'])}`. Index: {f['resolution']['documents']} documents, "
-             f"{f['resolution']['occurrences']} occurrences: "
-             f"{f['resolution']['defined_in_corpus']} of symbols defined in the corpus, "
-             f"{f['resolution']['defined_outside']} of symbols defined outside it, "
-             f"{f['resolution']['local']} of locals. Rendered by `sandbench truth compare` "
+    """The document; every value from the oracle's index, the truth file or scores.json is
+    escaped (`untrusted.text`), so no path can start a line, a row, HTML or a link."""
+    o, res, md = f["oracle"], f["resolution"], markdown_inline
+    lines = [f"# Text truth against compiler truth: suite {md(f['suite'])}", "",
+             f"Compiler truth: {md(o['arm'])} ({md(o['tool_version'])}), image "
+             f"{markdown_code_span(o['image_id'])}, {markdown_code_span(' '.join(o['argv']))}. "
+             f"Index: {md(res['documents'])} documents, {md(res['occurrences'])} occurrences: "
+             f"{md(res['defined_in_corpus'])} of symbols defined in the corpus, "
+             f"{md(res['defined_outside'])} of symbols defined outside it, "
+             f"{md(res['local'])} of locals. Rendered by `sandbench truth compare` "
              "from scores.json and the sealed truth file; not edited by hand.", "",
              "## Where the truths disagree", "",
              "| task | only in the text truth | only in the compiler truth | "
              "text-admissible, compiler core |", "| --- | --- | --- | --- |"]
     for task, d in f["disagreements"].items():
-        lines.append(f"| {task} | {', '.join(d['only_text']) or '-'} | "
-                     f"{', '.join(d['only_compiler']) or '-'} | "
-                     f"{', '.join(d['admissible_in_compiler']) or '-'} |")
+        lines.append(f"| {markdown_cell(task)} | {_list(d['only_text'])} | "
+                     f"{_list(d['only_compiler'])} | {_list(d['admissible_in_compiler'])} |")
     lines += ["", "## How each arm's grade moves", "",
               "| arm | task | text truth | recall | compiler truth | recall | precision |",
               "| --- | --- | --- | ---: | --- | ---: | ---: |"]
     for r in sorted(f["grades"], key=lambda r: (r["arm"], r["task"])):
         moved = "" if r["text"] == r["compiler"] else " (moved)"
-        lines.append(f"| {r['arm']} | {r['task']} | {r['text']} | {r['text_recall']} | "
-                     f"{r['compiler']}{moved} | {r['compiler_recall']} | "
-                     f"{r['compiler_precision']} |")
+        lines.append("| " + " | ".join(markdown_cell(v) for v in (
+            r["arm"], r["task"], r["text"], r["text_recall"], f"{r['compiler']}{moved}",
+            r["compiler_recall"], r["compiler_precision"])) + " |")
     return "\n".join(lines) + "\n"

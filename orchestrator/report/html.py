@@ -27,6 +27,7 @@ from typing import Any
 from orchestrator.fsutil import atomic_write_text
 from orchestrator.report import tables
 from orchestrator.report.markdown import TITLE, disclosure
+from orchestrator.untrusted.text import terminal, visible
 
 SUFFIX = ".html"
 PLOT_IDS = ("plot-correctness", "plot-cost", "plot-timing")
@@ -75,14 +76,16 @@ dd { margin-left: 1.5rem; }
 # ---- HTML pieces ------------------------------------------------------------------------------
 
 def _e(text: object) -> str:
-    return escape(str(text), quote=True)
+    """Text or an attribute value: HTML-escaped, and every control, bidi override and line
+    separator shown as its escape (`untrusted.text.visible`), as in the Markdown document."""
+    return escape(visible(str(text)), quote=True)
 
 
 def _t(text: object) -> str:
     """A string plotly draws: it reads its text as a little HTML (<br>, <b>, entities), so a
     name is escaped to be drawn as written. Names never enter a hover template, whose %{...}
     they could otherwise use; they go in `text` or `customdata`."""
-    return escape(str(text), quote=False)
+    return escape(visible(str(text)), quote=False)
 
 
 def _numeric(rows: Sequence[Sequence[str]], i: int) -> bool:
@@ -110,7 +113,8 @@ def _p(text: str) -> str:
 
 
 def _pre(text: str) -> str:
-    return f"<pre>{_e(text)}</pre>"
+    """Preformatted lines: the line breaks given here kept, each line escaped."""
+    return "<pre>" + "\n".join(_e(line) for line in text.split("\n")) + "</pre>"
 
 
 def _slug(title: str) -> str:
@@ -454,8 +458,9 @@ def write(scores: Mapping[str, Any], target: Path) -> bool:
 
 
 def _clip(lines: Sequence[str]) -> list[str]:
-    return [line if len(line) <= MAX_DIFF_LINE else
-            f"{line[:MAX_DIFF_LINE]}... ({len(line):,} characters)" for line in lines]
+    """Lines cut short and escaped for the terminal they are printed on."""
+    return [terminal(line if len(line) <= MAX_DIFF_LINE else
+                     f"{line[:MAX_DIFF_LINE]}... ({len(line):,} characters)") for line in lines]
 
 
 def differences(scores: Mapping[str, Any], target: Path) -> list[str]:

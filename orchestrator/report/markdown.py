@@ -10,20 +10,26 @@ from typing import Any
 
 from orchestrator.report import tables
 from orchestrator.score.environment import LABELS, TOOL
+from orchestrator.untrusted.text import markdown_cell, markdown_code, terminal
+from orchestrator.untrusted.text import markdown_code_span as code
+from orchestrator.untrusted.text import markdown_inline as md
 
 TITLE = "sandbench results"
 
 
-def _cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip() or " "
-
-
 def md_table(table: tables.Table) -> str:
+    """Every cell escaped (`markdown_cell`), whoever wrote it: one convention for the whole
+    table, so no cell can end its row, open another or bring HTML or a link."""
     columns, rows = table
-    lines = ["| " + " | ".join(_cell(c) for c in columns) + " |",
+    lines = ["| " + " | ".join(markdown_cell(c) for c in columns) + " |",
              "|" + "|".join(" --- " for _ in columns) + "|"]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(markdown_cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def code_lines(lines: Sequence[object]) -> str:
+    """Lines for a fenced block, each one line whatever it holds (`markdown_code`)."""
+    return "\n".join(markdown_code(line) for line in lines)
 
 
 def fenced(text: str, info: str = "text") -> str:
@@ -42,10 +48,10 @@ def disclosure(env: Mapping[str, Any]) -> str:
     for key, label in LABELS:
         if key == "deviations":
             items = env["deviations"]
-            lines.append(f"{label} " + ("none" if not items else items[0]))
-            lines += [" " * (len(label) + 1) + item for item in items[1:]]
+            lines.append(f"{label} " + ("none" if not items else markdown_code(items[0])))
+            lines += [" " * (len(label) + 1) + markdown_code(item) for item in items[1:]]
         else:
-            lines.append(f"{label} {env[key]}")
+            lines.append(f"{label} {markdown_code(env[key])}")
     return fenced("\n".join(lines))
 
 
@@ -59,26 +65,29 @@ def _task_section(scores: Mapping[str, Any], task_id: str) -> str:
     notes = []
     for c in cells:
         grade = c["grade"] or {}
-        extra = list(grade.get("notes", []))
+        extra = [md(n) for n in grade.get("notes", [])]
         if c["parse_error"]:
-            extra.append(f"parse error: {c['parse_error']}")
+            extra.append(f"parse error: {md(c['parse_error'])}")
         if c["flags"]:
-            extra.append("flags: " + ", ".join(c["flags"]))
+            extra.append("flags: " + ", ".join(md(f) for f in c["flags"]))
         if grade.get("missed"):
-            extra.append("missed: " + ", ".join(grade["missed"]))
+            extra.append("missed: " + ", ".join(md(p) for p in grade["missed"]))
         if grade.get("outside"):
-            extra.append("outside the truth: " + ", ".join(tables.shown(grade["outside"], 10)))
+            extra.append("outside the truth: " + ", ".join(
+                md(p) for p in tables.shown(grade["outside"], 10)))
         for failure in (c["reach"] or {}).get("first_failures", [])[:1]:
-            extra.append(f"first row that does not reach: #{failure['row']} "
-                         f"{failure['path']}:{failure['line']} "
-                         f"({', '.join(failure['problems'])})")
-        notes += [f"- {c['arm']}: {n}" for n in extra]
+            extra.append(f"first row that does not reach: #{md(failure['row'])} "
+                         f"{md(failure['path'])}:{md(failure['line'])} "
+                         f"({', '.join(md(p) for p in failure['problems'])})")
+        notes += [f"- {md(c['arm'])}: {n}" for n in extra]
     return "\n\n".join(p for p in [
-        f"### {task_id} ({task['kind']}, {task['language']})",
-        summary,
+        f"### {md(task_id)} ({md(task['kind'])}, {md(task['language'])})",
+        md(summary),
         md_table(tables.task_cells(scores, task_id)),
         "Commands, exactly as each arm ran them (REP 0):" if commands else "",
-        fenced("\n".join(commands)) if commands else "",
+        # Commands are the arm spec's argv with the task's input (the suite's): their own
+        # line breaks (an inline rule) are kept, every other control is escaped.
+        fenced(code_lines("\n".join(commands).split("\n"))) if commands else "",
         "\n".join(notes)] if p)
 
 
@@ -91,19 +100,19 @@ def _edges(scores: Mapping[str, Any]) -> str:
     parts = [scores["definitions"].get(f"correct.{k}", "") for k in ("call-edges",
                                                                      "test-edges")]
     for c in cells:
-        parts += [f"### {c['arm']}: {c['task']} ({c['verdict']})",
+        parts += [f"### {md(c['arm'])}: {md(c['task'])} ({md(c['verdict'])})",
                   md_table(tables.edge_figures(c))]
         detail = c["edges"]
         listed = detail.get("non_matches") or detail.get("extra") or []
         if listed:
             parts.append(f"First of {len(listed):,} non-matches (every one in scores.json):")
-            parts.append(fenced("\n".join(" ".join(str(x) for x in row)
-                                          for row in listed[:15])))
+            parts.append(fenced(code_lines(" ".join(str(x) for x in row)
+                                           for row in listed[:15])))
         if detail.get("missed"):
             parts.append(f"First of {len(detail['missed']):,} missed (every one in "
                          "scores.json):")
-            parts.append(fenced("\n".join(" ".join(str(x) for x in row)
-                                          for row in detail["missed"][:15])))
+            parts.append(fenced(code_lines(" ".join(str(x) for x in row)
+                                           for row in detail["missed"][:15])))
     first = next((c for c in cells if "site_classes" in c["edges"]), None)
     if first is not None:
         parts += ["### Site classes of the oracle's references",
@@ -118,7 +127,7 @@ def _disagreements(scores: Mapping[str, Any]) -> str:
         for band in tables.bands(scores) if per_band else []:
             r = per_band[band]
             if r["disagreement"]:
-                found.append(f"- **{arm}, {band}**: the median of the per-task ratios is "
+                found.append(f"- **{md(arm)}, {md(band)}**: the median of the per-task ratios is "
                              f"{tables.two(r['median_of_ratios'])}, the ratio of the medians "
                              f"{tables.two(r['ratio_of_medians'])}: {r['disagreement']}.")
     if not scores["cost_ratios"]:
@@ -135,7 +144,7 @@ def _outliers(scores: Mapping[str, Any]) -> str:
         for s in (c["timing"] or {}).get("samples", []):
             if s["outlier"]:
                 z = "inf" if s["z"] is None else f"{s['z']:.1f}"
-                flagged.append(f"- {c['arm']} / {c['task']} REP {s['rep']}: "
+                flagged.append(f"- {md(c['arm'])} / {md(c['task'])} REP {s['rep']}: "
                                f"{s['wall_ns'] / 1e6:.1f} ms, modified z {z}")
     if not flagged:
         return "No sample is flagged as an outlier."
@@ -149,9 +158,10 @@ def _state_files(scores: Mapping[str, Any]) -> str:
         env = scores["arms"][arm]["env"]
         if s is None:
             continue
-        files = [f"{p} ({n:,} bytes)" for p, n in s["state_files"]]
-        changes = [f"{c['status']} {c['path']}" for c in s["corpus_changes"]]
-        lines = [f"- **{arm}**: environment " + ", ".join(f"{k}={v}" for k, v in env.items())]
+        files = [f"{md(p)} ({n:,} bytes)" for p, n in s["state_files"]]
+        changes = [f"{md(c['status'])} {md(c['path'])}" for c in s["corpus_changes"]]
+        lines = [f"- **{md(arm)}**: environment "
+                 + ", ".join(f"{md(k)}={md(v)}" for k, v in env.items())]
         lines += [f"  - state: {f}" for f in tables.shown(files)]
         lines += [f"  - corpus copy: {c}" for c in tables.shown(changes)]
         parts.append("\n".join(lines))
@@ -183,12 +193,12 @@ def _failure_definitions(scores: Mapping[str, Any]) -> str:
 
 
 def _corpus(corpus: Mapping[str, Any]) -> str:
-    languages = ", ".join(f"{k} {v}" for k, v in sorted(corpus["languages"].items()))
+    languages = ", ".join(f"{md(k)} {md(v)}" for k, v in sorted(corpus["languages"].items()))
     before = (corpus["pristine_digest_before"] or "n/a")[:16]
     after = (corpus["pristine_digest_after"] or "n/a")[:16]
-    return (f"Corpus `{corpus['id']}`: {corpus['repo']} @ `{corpus['sha']}`, "
-            f"{corpus['tracked_files']} tracked files ({languages}). Tree digest of the "
-            f"pristine copy before the run `{before}`, after `{after}`.")
+    return (f"Corpus {code(corpus['id'])}: {md(corpus['repo'])} @ {code(corpus['sha'])}, "
+            f"{md(corpus['tracked_files'])} tracked files ({languages}). Tree digest of the "
+            f"pristine copy before the run {code(before)}, after {code(after)}.")
 
 
 def render_markdown(scores: Mapping[str, Any]) -> str:
@@ -196,10 +206,10 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
     manifest = scores["manifest"]
     changed = manifest["scorer_changed"]
     parts: list[str] = [
-        f"# {TITLE}: suite {suite['name']}, {run['date']}",
+        f"# {TITLE}: suite {md(suite['name'])}, {md(run['date'])}",
         disclosure(scores["environment"]),
-        f"Run `{run['run_id']}`, sandbench {run['sandbench_version']}, Docker engine "
-        f"{scores['environment']['engine']['version']}; {tables.exec_path_text(run)}. "
+        f"Run {code(run['run_id'])}, sandbench {md(run['sandbench_version'])}, Docker engine "
+        f"{md(scores['environment']['engine']['version'])}; {tables.exec_path_text(run)}. "
         "Rendered by `sandbench report` from "
         f"`scores.json` ({scores['schema']}); `sandbench report RUN_DIR --check` renders it "
         "again and compares byte for byte. No part of this document is edited by hand.",
@@ -232,7 +242,7 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
                  f"Without a model in the loop: {scores['definitions']['cost.unit']}. No "
                  "figure here comes from a model's token counter.",
                  md_table(tables.cost(scores)),
-                 f"### Paired cost ratio against the baseline ({suite['baseline']})",
+                 f"### Paired cost ratio against the baseline ({md(suite['baseline'])})",
                  scores["definitions"]["cost"] + ".",
                  md_table(tables.ratios(scores)) if scores["cost_ratios"] else "",
                  _disagreements(scores)),
@@ -244,10 +254,10 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
                  _state_files(scores), "Isolation guards, as stored under guards/ARM/:",
                  md_table(tables.guards(scores))),
         _section("Suite manifest check",
-                 f"The run recorded the seal `{manifest['manifest_sha256']}`, and the suite "
+                 f"The run recorded the seal {code(manifest['manifest_sha256'])}, and the suite "
                  "scored is that seal: every suite file and arm spec hashes as sealed. "
                  + (f"The scorer differs from the one sealed before the run in: "
-                    f"{', '.join(changed)}." if changed else
+                    f"{', '.join(md(c) for c in changed)}." if changed else
                     "The scorer is the one sealed before the run."),
                  md_table(tables.manifest(scores))),
         _section("Where peers win", _leaders_text(scores), md_table(tables.leaders(scores))),
@@ -257,7 +267,9 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
 
 
 def check(rendered: str, committed: str) -> Sequence[str]:
-    """The first differing lines between a fresh rendering and the committed document."""
+    """The first differing lines between a fresh rendering and the committed document, each
+    escaped for the terminal it is printed on (the committed file may hold anything)."""
     import difflib
-    return list(difflib.unified_diff(committed.splitlines(), rendered.splitlines(),
-                                     "committed", "rendered", lineterm="", n=1))[:40]
+    return [terminal(line) for line in difflib.unified_diff(
+        committed.splitlines(), rendered.splitlines(), "committed", "rendered", lineterm="",
+        n=1)][:40]
