@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import sys
@@ -11,7 +10,7 @@ from typing import Any, TextIO
 
 import structlog
 
-from orchestrator.untrusted.text import terminal, terminal_lines
+from orchestrator.untrusted.text import terminal, terminal_traceback
 
 _run_log: TextIO | None = None
 _console_level = logging.NOTSET
@@ -55,9 +54,7 @@ def _escape_for_console(_logger: Any, _name: str, event: dict[str, Any]) -> dict
 
 def _escaped_traceback(sio: TextIO, exc_info: Any) -> None:
     """A plain traceback (rich's would print local values raw), its text escaped."""
-    buffer = io.StringIO()
-    structlog.dev.plain_traceback(buffer, exc_info)
-    sio.write(terminal_lines(buffer.getvalue().rstrip("\n")) + "\n")
+    sio.write("\n" + terminal_traceback(*exc_info) + "\n")
 
 
 class _CurrentStderr:

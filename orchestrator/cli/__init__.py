@@ -4,7 +4,6 @@ parse, call one domain function, render, exit."""
 from __future__ import annotations
 
 import sys
-import traceback
 from types import TracebackType
 
 import typer
@@ -13,7 +12,7 @@ from typer.core import TyperGroup
 from orchestrator import log
 from orchestrator.errors import SandbenchError
 from orchestrator.untrusted.errors import HostileInput
-from orchestrator.untrusted.text import terminal, terminal_lines
+from orchestrator.untrusted.text import terminal, terminal_traceback
 
 
 class SandbenchGroup(TyperGroup):
@@ -69,8 +68,7 @@ _register()
 def _escaped_traceback(kind: type[BaseException], value: BaseException,
                        tb: TracebackType | None) -> None:
     """An unexpected error's traceback, its message escaped: it may quote a tool's bytes."""
-    text = "".join(traceback.format_exception(kind, value, tb)).rstrip("\n")
-    sys.stderr.write(terminal_lines(text) + "\n")
+    sys.stderr.write(terminal_traceback(kind, value, tb) + "\n")
 
 
 def main() -> None:

@@ -30,7 +30,9 @@ Everything here is a pure function of its input: the documents stay byte-identic
 from __future__ import annotations
 
 import re
+import traceback
 import unicodedata
+from types import TracebackType
 
 from orchestrator.untrusted import limits
 
@@ -146,3 +148,17 @@ def markdown_code(s: object) -> str:
     Markdown is not read there, so only what could break the line or act on a terminal
     reading the file is escaped."""
     return visible(str(s))
+
+
+def terminal_traceback(kind: type[BaseException], value: BaseException,
+                       tb: TracebackType | None) -> str:
+    """A traceback for a terminal: each exception's message (which may quote a tool's bytes)
+    kept to one escaped line, the frames' lines escaped too."""
+    formatted = traceback.TracebackException(kind, value, tb)
+    seen: set[int] = set()
+    part: traceback.TracebackException | None = formatted
+    while part is not None and id(part) not in seen:
+        seen.add(id(part))
+        part._str = terminal(part._str)  # type: ignore[attr-defined]  # the message line
+        part = part.__cause__ or part.__context__
+    return terminal_lines("".join(formatted.format()).rstrip("\n"))

@@ -133,3 +133,37 @@ def test_rich_markup_in_a_table_cell_is_shown_as_written(markup: str) -> None:
     with out.capture() as captured:
         out.print(table([{"found": markup + "\x1b[2J"}], ["found"]))
     assert markup + "\\x1b[2J" in captured.get() and not control_chars(captured.get())
+
+
+class _Terminal:
+    """A stream that says it is a terminal, so the console renderer is chosen."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_console_log_escapes_what_a_tool_wrote() -> None:
+    from orchestrator import log
+    stream = _Terminal()
+    log.configure(stream=stream)
+    try:
+        log.get("test").warning("oracle failed", stderr=PAYLOAD, path=PAYLOAD)
+        try:
+            raise ValueError(PAYLOAD)
+        except ValueError:
+            log.get("test").exception("crashed")
+    finally:
+        log.configure()
+    for raw in ("\x1b]0;", "\x1b]52;", "\x1b[2J", "\r", "\x07", "\u202e", "\x9b", "\n# Score"):
+        assert raw not in stream.text, repr(raw)
+    assert stream.text.count("pwned-title") == 3  # shown (the renderer quotes a value)
