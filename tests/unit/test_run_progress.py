@@ -111,3 +111,24 @@ def test_a_terminal_gets_the_arm_lines_instead_of_log_lines(fake_run: Path) -> N
     assert result.stdout == f"run directory: {fake_run / 'run'}\n"
     assert "rg: started" in result.stderr and "rg: 2 cells, 0 failures" in result.stderr
     assert '"event"' not in result.stderr
+
+
+def test_the_display_shows_markup_and_controls_in_a_name_as_written(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A name in the display is plain, escaped text: rich markup is not read, and no control
+    reaches the terminal (arm names come from the suite; the display trusts none)."""
+    name = "[bold red]rg[/]\x1b]0;title\x07\r"
+    arm = _arm(name, "a")
+    monkeypatch.setattr(Engine, "connect", classmethod(lambda cls, **_: None))
+    monkeypatch.setattr(run_mod, "plan", lambda *_, **__: Plan(None, (arm,), ()))
+
+    def execute(*_: Any, progress: run_mod.Progress, **__: Any) -> Path:
+        for task, rep in arm.cells:
+            progress(name, f"{task}/{rep}", "ok")
+        return tmp_path / "run"
+    monkeypatch.setattr(run_mod, "execute", execute)
+    monkeypatch.setattr(progress, "on_terminal", lambda: True)
+    result = runner.invoke(app, ["run", "demo", "--bench-root", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "[bold red]rg[/]\\x1b]0;title\\x07\\r: started" in result.stderr
+    assert "\x1b]0;" not in result.stderr and "\r" not in result.stderr.replace("\r\n", "\n")
