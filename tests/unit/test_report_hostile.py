@@ -42,7 +42,6 @@ def test_results_md_holds_no_injected_structure() -> None:
     assert {k: figures[k] for k in CLEAN} == CLEAN
     assert headings(hostile) == headings(honest)
     assert table_rows(hostile) == table_rows(honest)
-    assert "<" not in hostile.replace("<", "", honest.count("<"))  # only the honest ones
     assert re.findall(r"<[a-z]", hostile) == re.findall(r"<[a-z]", honest)
     # Every other arm's lines are as they were; the payload is shown, escaped.
     assert [line for line in _other_arms_lines(hostile) if "evil" not in line] == \

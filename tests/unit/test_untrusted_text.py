@@ -104,10 +104,12 @@ def test_markdown_escapes(raw: str, shown: str) -> None:
 
 
 @pytest.mark.parametrize(("raw", "shown"), [
-    ("\x1b]0;title\x07", "\\x1b]0;title\\x07"), ("\x1b]52;c;ZXZpbA==\x07", "\\x1b]52;c;ZXZpbA==\\x07"),
+    ("\x1b]0;title\x07", "\\x1b]0;title\\x07"),
+    ("\x1b]52;c;ZXZpbA==\x07", "\\x1b]52;c;ZXZpbA==\\x07"),
     ("\x1b[2J", "\\x1b[2J"), ("failed\r\u2714 passed", "failed\\r\u2714 passed"),
-    ("a\tb", "a\\tb"), ("\x9b31m", "\\x9b31m"), ("\x7f", "\\x7f"), ("abc\u202etxt", "abc\\u202etxt"),
-    ("\u2066x\u2069", "\\u2066x\\u2069"), ("bad-\udcff", "bad-\\xff"), ("\U000e0041", "\\U000e0041"),
+    ("a\tb", "a\\tb"), ("\x9b31m", "\\x9b31m"), ("\x7f", "\\x7f"),
+    ("abc\u202etxt", "abc\\u202etxt"), ("\u2066x\u2069", "\\u2066x\\u2069"),
+    ("bad-\udcff", "bad-\\xff"), ("\U000e0041", "\\U000e0041"),
     ("caf\u00e9 \u2714", "caf\u00e9 \u2714")])
 def test_terminal_escapes(raw: str, shown: str) -> None:
     assert terminal(raw) == shown
