@@ -4,11 +4,13 @@ parse, call one domain function, render, exit."""
 from __future__ import annotations
 
 import sys
+from importlib import metadata
 
 import typer
 from typer.core import TyperGroup
 
 from orchestrator import log
+from orchestrator.cli._help import Command
 from orchestrator.errors import SandbenchError
 
 
@@ -27,13 +29,30 @@ class SandbenchGroup(TyperGroup):
             raise typer.Exit(130) from None
 
 
+# Plain help (no rich panels): the same text on a terminal, in a pipe and in a log.
 app = typer.Typer(cls=SandbenchGroup, no_args_is_help=True, add_completion=False,
-                  pretty_exceptions_enable=False,
+                  pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Reproducible, isolated benchmarks of code-intelligence tools.")
 
 
+def version() -> str:
+    """The installed package's version, as `pip` and the lock of a run know it."""
+    try:
+        return metadata.version("sandbench")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed: pip install -e .)"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"sandbench {version()}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(_version: bool = typer.Option(False, "--version", is_eager=True,
+                                        callback=_print_version,
+                                        help="Print the version and exit.")) -> None:
     """Logs go to stderr, so that under --json stdout holds only the JSON."""
     log.configure()
 
@@ -46,13 +65,13 @@ def _register() -> None:
     app.add_typer(sandbox.app, name="sandbox")
     app.add_typer(suite.app, name="suite")
     app.add_typer(truth.app, name="truth")
-    app.command("run")(run.run)
-    app.command("score")(score.score)
-    app.command("report")(score.report)
+    app.command("run", cls=Command)(run.run)
+    app.command("score", cls=Command)(score.score)
+    app.command("report", cls=Command)(score.report)
     app.add_typer(compose.app, name="compose")
     app.add_typer(k8s.app, name="k8s")
-    app.command("audit")(audit.audit)
-    app.command("cleanup")(cleanup.cleanup)
+    app.command("audit", cls=Command)(audit.audit)
+    app.command("cleanup", cls=Command)(cleanup.cleanup)
 
 
 _register()

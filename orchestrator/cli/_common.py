@@ -21,9 +21,11 @@ from orchestrator.settings import Settings, load_settings
 if TYPE_CHECKING:
     from orchestrator.guards import GuardResult
 
-BenchRoot = typer.Option(None, "--bench-root", envvar="SANDBENCH_ROOT",
+BenchRoot = typer.Option(None, "--bench-root", envvar="SANDBENCH_ROOT", metavar="DIR",
                          help="Where corpora, the image lock and runs live (default ./bench).")
 Json = typer.Option(False, "--json", help="Print only JSON on stdout.")
+SuiteName = typer.Argument(..., metavar="SUITE", show_default=False,
+                           help="A suite: a folder of suites/ with a suite.toml.")
 
 # Without a terminal (CI, a pipe, CliRunner) tables are laid out for this fixed width, so
 # that nothing depends on COLUMNS and no row is wrapped: a table is only as wide as its cells.

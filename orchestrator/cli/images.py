@@ -8,16 +8,17 @@ from pathlib import Path
 import typer
 
 from orchestrator import images
+from orchestrator.cli._help import Command
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
 from orchestrator.engine import Engine
 
 app = typer.Typer(no_args_is_help=True, help="Pinned image recipes and the host's image lock.")
 
 
-@app.command("build")
-def build(names: list[str] = typer.Argument(None, help="Images to build (default: all)."),
+@app.command("build", cls=Command)
+def build(names: list[str] = typer.Argument(None, metavar="NAME", help="Images to build (default: all)."),
           dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be built."),
-          artifact: list[str] = typer.Option(None, "--artifact", help="NAME=PATH of a file "
+          artifact: list[str] = typer.Option(None, "--artifact", metavar="NAME=PATH", help="NAME=PATH of a file "
                                              "a recipe needs (e.g. devscout=./devscout)."),
           bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Build images whose recipe changed or whose image is missing; skip the rest."""
@@ -32,7 +33,7 @@ def build(names: list[str] = typer.Argument(None, help="Images to build (default
                ["name", "action", "reason", "tag", "seconds"]))
 
 
-@app.command("ls")
+@app.command("ls", cls=Command)
 def ls(bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Every recipe with its locked image, size and build time."""
     rows = images.listing(Engine.connect(), settings(bench_root))
@@ -43,7 +44,7 @@ def ls(bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
                       "tool_version"]))
 
 
-@app.command("verify")
+@app.command("verify", cls=Command)
 def verify(bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Local images against the lock; exits 1 when any is missing, stale or mismatched."""
     checks = images.verify(Engine.connect(), settings(bench_root))
@@ -55,17 +56,18 @@ def verify(bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
         raise typer.Exit(1)
 
 
-@app.command("export")
-def export(names: list[str] = typer.Argument(..., help="Images to export (with parents)."),
-           output: Path = typer.Option(..., "-o", "--output", help="Archive to write."),
+@app.command("export", cls=Command)
+def export(names: list[str] = typer.Argument(..., metavar="NAME", help="Images to export (with parents)."),
+           output: Path = typer.Option(..., "-o", "--output", metavar="FILE", help="Archive to write."),
            bench_root: Path = BenchRoot) -> None:
     """A `docker save` archive of the locked images, with a sidecar holding its sha256."""
     sidecar = images.export(Engine.connect(), settings(bench_root), names, output)
     typer.echo(f"wrote {output} and {sidecar}")
 
 
-@app.command("import")
-def import_(archive: Path = typer.Argument(..., exists=True, dir_okay=False),
+@app.command("import", cls=Command)
+def import_(archive: Path = typer.Argument(..., exists=True, dir_okay=False, metavar="FILE",
+                                          help="An archive written by images export."),
             bench_root: Path = BenchRoot) -> None:
     """Load an exported archive after checking its sha256; adopt its lock entries."""
     names = images.import_(Engine.connect(), settings(bench_root), archive)
