@@ -32,6 +32,29 @@ SuiteName = typer.Argument(..., metavar="SUITE", show_default=False,
 PLAIN_WIDTH = 4096
 
 
+def size_text(n: int | None) -> str | None:
+    """Bytes for a person: 1.2 GB, 198.9 MB, 4.0 kB, 512 B (powers of 1000, as docker
+    prints them)."""
+    if n is None:
+        return None
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def seconds_text(s: float | None) -> str | None:
+    """Seconds for a person: 37.0 s, 3 min 25.8 s."""
+    if s is None:
+        return None
+    minutes, rest = divmod(float(s), 60)
+    return f"{int(minutes)} min {rest:.1f} s" if minutes else f"{rest:.1f} s"
+
+
+def yes_no(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
 def settings(bench_root: Path | None) -> Settings:
     return load_settings(bench_root)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 
 from orchestrator import compose as compose_mod
-from orchestrator.cli._help import Command
 from orchestrator.cli._common import BenchRoot, SuiteName, settings
+from orchestrator.cli._help import Command
 
 app = typer.Typer(no_args_is_help=True, help="Compose files for audit and hand reruns.")
 

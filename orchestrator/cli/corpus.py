@@ -7,15 +7,16 @@ from pathlib import Path
 import typer
 
 from orchestrator import corpus
-from orchestrator.cli._help import Command
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
+from orchestrator.cli._help import Command
 from orchestrator.settings import Settings
 
 app = typer.Typer(no_args_is_help=True, help="Pinned corpora: fetch at the pin, list, verify.")
 
 Lock = typer.Option(None, "--lock", dir_okay=False, metavar="FILE",
                     help="The corpus lock (default: corpus.lock in the project root).")
-CorpusId = typer.Argument(..., metavar="ID", help="A corpus id from corpus.lock.", show_default=False)
+CorpusId = typer.Argument(..., metavar="ID", help="A corpus id from corpus.lock.",
+                          show_default=False)
 
 
 def _load(bench_root: Path | None, lock: Path | None) -> tuple[Settings, Path,
@@ -38,8 +39,9 @@ def _describe(info: corpus.PristineInfo) -> str:
 
 @app.command("fetch", cls=Command)
 def fetch(corpus_id: str = CorpusId,
-          source: Path = typer.Option(None, "--from", metavar="PATH", help="A local clone, bare mirror or git "
-                                      "bundle to fetch from instead of the url."),
+          source: Path = typer.Option(None, "--from", metavar="PATH",
+                                      help="A local clone, bare mirror or git bundle to fetch "
+                                           "from instead of the url (offline hosts)."),
           force: bool = typer.Option(False, "--force", help="Refetch, verify and replace an "
                                      "existing pristine copy."),
           full_history: bool = typer.Option(False, "--full-history", help="Keep the pin's "

@@ -8,15 +8,16 @@ from pathlib import Path
 import typer
 
 from orchestrator import selfcheck
-from orchestrator.cli._help import Command
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show_guards
+from orchestrator.cli._help import Command
 from orchestrator.engine import Engine
 
 app = typer.Typer(no_args_is_help=True, help="Hardened per-arm containers.")
 
 
 @app.command("check", cls=Command)
-def check(arms: list[str] = typer.Argument(None, metavar="ARM", help="Arms to check (default: all)."),
+def check(arms: list[str] = typer.Argument(None, metavar="ARM",
+                                           help="Arms to check (default: all)."),
           bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Start each arm's container, verify and print every guard, remove the container.
     Exits 1 when any arm is refused."""
@@ -37,9 +38,11 @@ def check(arms: list[str] = typer.Argument(None, metavar="ARM", help="Arms to ch
 
 
 @app.command("exec", cls=Command)
-def exec_(arm: str = typer.Argument(..., metavar="ARM", help="The arm whose sandbox runs the command."),
+def exec_(arm: str = typer.Argument(..., metavar="ARM",
+                                    help="The arm whose sandbox runs the command."),
           argv: list[str] = typer.Argument(..., metavar="CMD", help="The command, after --."),
-          timeout: float = typer.Option(600, metavar="SECONDS", help="Seconds before the process tree is killed."),
+          timeout: float = typer.Option(600, metavar="SECONDS",
+                                        help="Seconds before the process tree is killed."),
           bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Run one command in a verified sandbox and keep its complete transcript."""
     run_dir, record = selfcheck.exec_once(Engine.connect(), settings(bench_root), arm, argv,

@@ -8,8 +8,9 @@ from pathlib import Path
 import typer
 
 from orchestrator import suite as suite_mod
+from orchestrator.cli._common import (BenchRoot, Json, SuiteName, emit_json, settings, show,
+                                      table)
 from orchestrator.cli._help import Command
-from orchestrator.cli._common import BenchRoot, SuiteName, Json, emit_json, settings, show, table
 
 app = typer.Typer(no_args_is_help=True, help="Sealed task suites.")
 

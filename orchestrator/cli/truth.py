@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from orchestrator.cli._help import Command
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings
+from orchestrator.cli._help import Command
 from orchestrator.engine import Engine
 from orchestrator.fsutil import read_json
 from orchestrator.oracle import build as oracle_build
@@ -38,7 +38,8 @@ def build(name: str = typer.Argument(..., metavar="SUITE", help="A suite with an
 
 
 @app.command("compare", cls=Command)
-def compare(run_dir: Path = typer.Argument(..., file_okay=False, help="A scored run directory."),
+def compare(run_dir: Path = typer.Argument(..., file_okay=False,
+                                           help="A scored run directory."),
             bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Grade a scored run's answers against the suite's compiler truth too, and list where the
     text and compiler truths disagree (RUN_DIR/truth-comparison.md)."""
