@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,9 @@ SuiteName = typer.Argument(..., metavar="SUITE", show_default=False,
 # Without a terminal (CI, a pipe, CliRunner) tables are laid out for this fixed width, so
 # that nothing depends on COLUMNS and no row is wrapped: a table is only as wide as its cells.
 PLAIN_WIDTH = 4096
+# Without a terminal, guard results are lines wrapped at this width (their values, such as a
+# container's mounts, run to hundreds of characters, too wide for a table).
+GUARD_WIDTH = 100
 
 
 def size_text(n: int | None) -> str | None:
@@ -90,10 +94,26 @@ def show(*renderables: RenderableType) -> None:
 
 
 def show_guards(heading: str, results: Sequence[GuardResult]) -> None:
-    """An arm's heading line, then one row per guard: what `sandbox check` and `audit` print."""
+    """An arm's heading line, then each guard: what `sandbox check` and `audit` print. On a
+    terminal a table folded to its width; otherwise lines no wider than GUARD_WIDTH, the
+    same whatever COLUMNS says."""
     typer.echo(f"\n{heading}")
-    show(table([{**dataclasses.asdict(r), "ok": "ok" if r.ok else "FAIL"} for r in results],
-               ["guard", "side", "ok", "expected", "found"]))
+    if sys.stdout.isatty():
+        show(table([{**dataclasses.asdict(r), "ok": "ok" if r.ok else "FAIL"} for r in results],
+                   ["guard", "side", "ok", "expected", "found"]))
+        return
+    for r in results:
+        expected, found = printable(r.expected), printable(r.found)
+        values = found if r.ok and expected == found else f"expected {expected}; found {found}"
+        typer.echo(textwrap.fill(f"{'ok' if r.ok else 'FAIL':<4}  {r.side:<7}  {r.guard}: "
+                                 f"{values}", width=GUARD_WIDTH, subsequent_indent=" " * 17,
+                                 break_on_hyphens=False))
+
+
+def printable(value: object) -> str:
+    """A value as text with every control character escaped (a probe's answer comes from
+    inside the container), so that a pipe or a log gets exactly the characters shown."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(value))
 
 
 def emit_json(obj: Any) -> None:
