@@ -7,14 +7,13 @@ import sys
 from importlib import metadata
 
 import typer
-from typer.core import TyperGroup
 
 from orchestrator import log
-from orchestrator.cli._help import Command
+from orchestrator.cli._help import Command, Group
 from orchestrator.errors import SandbenchError
 
 
-class SandbenchGroup(TyperGroup):
+class SandbenchGroup(Group):
     """Turns a SandbenchError anywhere below into one message on stderr and its exit code;
     Ctrl-C exits 130 quietly."""
 

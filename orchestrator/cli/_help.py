@@ -1,13 +1,14 @@
 """How every command's help reads: a value is named in capitals (`--jobs N`, `SUITE`), never
 by its Python type; a choice lists its values (`--format [md|json]`); an argument shows in the
-usage line as `NAME`, `[NAME]` or `NAME...`, as command-line tools write it."""
+usage line as `NAME`, `[NAME]` or `NAME...`, as command-line tools write it; a group lists
+each command with its first sentence whole."""
 
 from __future__ import annotations
 
 from enum import Enum
 
 from typer import _click
-from typer.core import TyperArgument, TyperCommand
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 
 def choices_metavar(values: tuple[object, ...] | list[object]) -> str:
@@ -64,3 +65,18 @@ class Command(TyperCommand):
                 with formatter.section(title):
                     formatter.write_dl(rows)
 
+
+
+class Group(TyperGroup):
+    """A group whose command list gives each command's first sentence, wrapped, where click
+    cuts it at the width left on one line."""
+
+    def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)

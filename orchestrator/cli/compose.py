@@ -8,9 +8,9 @@ import typer
 
 from orchestrator import compose as compose_mod
 from orchestrator.cli._common import BenchRoot, SuiteName, settings
-from orchestrator.cli._help import Command
+from orchestrator.cli._help import Command, Group
 
-app = typer.Typer(no_args_is_help=True, help="Compose files for audit and hand reruns.")
+app = typer.Typer(cls=Group, no_args_is_help=True, help="Compose files for audit and hand reruns.")
 
 
 @app.command("export", cls=Command)

@@ -8,10 +8,11 @@ import typer
 
 from orchestrator import corpus
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
-from orchestrator.cli._help import Command
+from orchestrator.cli._help import Command, Group
 from orchestrator.settings import Settings
 
-app = typer.Typer(no_args_is_help=True, help="Pinned corpora: fetch at the pin, list, verify.")
+app = typer.Typer(cls=Group, no_args_is_help=True,
+                  help="Pinned corpora: fetch at the pin, list, verify.")
 
 Lock = typer.Option(None, "--lock", dir_okay=False, metavar="FILE",
                     help="The corpus lock (default: corpus.lock in the project root).")

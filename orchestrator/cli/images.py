@@ -11,10 +11,11 @@ import typer
 from orchestrator import images
 from orchestrator.cli._common import (BenchRoot, Json, emit_json, seconds_text, settings, show,
                                       size_text, table, yes_no)
-from orchestrator.cli._help import Command
+from orchestrator.cli._help import Command, Group
 from orchestrator.engine import Engine
 
-app = typer.Typer(no_args_is_help=True, help="Pinned image recipes and the host's image lock.")
+app = typer.Typer(cls=Group, no_args_is_help=True,
+                  help="Pinned image recipes and the host's image lock.")
 
 
 @app.command("build", cls=Command)

@@ -8,9 +8,10 @@ import typer
 
 from orchestrator import k8s as k8s_mod
 from orchestrator.cli._common import BenchRoot, Json, SuiteName, emit_json, settings
-from orchestrator.cli._help import Command
+from orchestrator.cli._help import Command, Group
 
-app = typer.Typer(no_args_is_help=True, help="Kubernetes manifests for audit and hand reruns.")
+app = typer.Typer(cls=Group, no_args_is_help=True,
+                  help="Kubernetes manifests for audit and hand reruns.")
 
 
 @app.command("export", cls=Command)

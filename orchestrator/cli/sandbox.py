@@ -9,10 +9,10 @@ import typer
 
 from orchestrator import selfcheck
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show_guards
-from orchestrator.cli._help import Command
+from orchestrator.cli._help import Command, Group
 from orchestrator.engine import Engine
 
-app = typer.Typer(no_args_is_help=True, help="Hardened per-arm containers.")
+app = typer.Typer(cls=Group, no_args_is_help=True, help="Hardened per-arm containers.")
 
 
 @app.command("check", cls=Command)

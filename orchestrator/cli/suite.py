@@ -10,9 +10,9 @@ import typer
 from orchestrator import suite as suite_mod
 from orchestrator.cli._common import (BenchRoot, Json, SuiteName, emit_json, settings, show,
                                       table)
-from orchestrator.cli._help import Command
+from orchestrator.cli._help import Command, Group
 
-app = typer.Typer(no_args_is_help=True, help="Sealed task suites.")
+app = typer.Typer(cls=Group, no_args_is_help=True, help="Sealed task suites.")
 
 
 def _load(name: str, bench_root: Path | None):

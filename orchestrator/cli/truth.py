@@ -7,12 +7,12 @@ from pathlib import Path
 import typer
 
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings
-from orchestrator.cli._help import Command
+from orchestrator.cli._help import Command, Group
 from orchestrator.engine import Engine
 from orchestrator.fsutil import read_json
 from orchestrator.oracle import build as oracle_build
 
-app = typer.Typer(no_args_is_help=True, help="Compiler truth from oracles.")
+app = typer.Typer(cls=Group, no_args_is_help=True, help="Compiler truth from oracles.")
 
 
 @app.command("build", cls=Command)

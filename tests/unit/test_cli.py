@@ -170,6 +170,13 @@ def test_usage_lines_name_arguments_as_a_command_line_does() -> None:
     assert "--jobs N " in _help(("run",))
 
 
+def test_a_group_lists_each_commands_first_sentence_whole() -> None:
+    listed = " ".join(_help(()).split())
+    assert "score Score a run offline: grades, cost, wall time, reach and setup cost into " \
+           "RUN_DIR/scores.json. report" in listed
+    assert "..." not in _help(()) + _help(("images",)) + _help(("corpus",))
+
+
 def test_version_prints_the_package_version() -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0
