@@ -66,7 +66,6 @@ class Command(TyperCommand):
                     formatter.write_dl(rows)
 
 
-
 class Group(TyperGroup):
     """A group whose command list gives each command's first sentence, wrapped, where click
     cuts it at the width left on one line."""

@@ -32,10 +32,11 @@ T = TypeVar("T")
 class Problem:
     text: str
     exit_code: int  # 2: an input is wrong; 1: something the run needs is missing
+    error: SandbenchError | None = None  # what the run itself would raise, when it is one
 
     @classmethod
     def of(cls, err: SandbenchError) -> Problem:
-        return cls(err.what + (f" (fix: {err.fix})" if err.fix else ""), err.exit_code)
+        return cls(err.what + (f" (fix: {err.fix})" if err.fix else ""), err.exit_code, err)
 
 
 @dataclass(frozen=True)
@@ -112,9 +113,11 @@ def dry_run(cfg: Settings, opts: Options, as_json: bool) -> None:
 
 
 def _could_not_start(problems: list[Problem]) -> SandbenchError:
+    """One problem: the run's own error for it, as the run would print it. Several: one
+    error listing them, exit 2 when any is bad input, else 1."""
     kind = InputError if any(p.exit_code == 2 for p in problems) else SandbenchError
     if len(problems) == 1:
-        return kind(f"the run could not start: {problems[0].text}")
+        return problems[0].error or kind(f"the run could not start: {problems[0].text}")
     listed = "; ".join(f"({i}) {p.text}" for i, p in enumerate(problems, 1))
     return kind(f"the run could not start: {len(problems)} problems", why=listed,
                 problems=[p.text for p in problems])
