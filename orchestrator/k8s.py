@@ -152,7 +152,7 @@ def _specs(settings: Settings, suite_name: str, run_dir: Path | None
 def _pristine(settings: Settings, corpus_id: str) -> Path:
     if corpus.read_info(settings, corpus_id) is None:
         raise SandbenchError(f"corpus {corpus_id!r} is not fetched: its size bounds /corpus",
-                             fix=f"sandbench corpus fetch {corpus_id}")
+                             fix=corpus.fetch_hint(settings, corpus_id))
     return corpus.corpus_dir(settings, corpus_id)
 
 

@@ -132,8 +132,8 @@ def plan(settings: Settings, suite_name: str, only: list[str] | None = None,
                                entry.get("tool_version", "") if entry else "", unavailable,
                                _cells(spec, the_suite)))
     if corpus.read_info(settings, the_suite.corpus) is None:
-        missing.append(f"corpus {the_suite.corpus!r} is not fetched "
-                       f"(sandbench corpus fetch {the_suite.corpus})")
+        missing.append(f"corpus {the_suite.corpus!r} is not fetched: "
+                       f"{corpus.fetch_hint(settings, the_suite.corpus)}")
     return Plan(the_suite, tuple(planned), tuple(missing))
 
 
@@ -479,7 +479,7 @@ def _finish(r: _Run, data: dict[str, Any]) -> None:
                              why=f"tree digest {data['corpus']['pristine_digest_before']} "
                                  f"before, {after} after",
                              fix=f"nothing in sandbench writes it: find out what did, then "
-                                 f"refetch it (sandbench corpus fetch {r.pin.id} --force)")
+                                 f"refetch it ({r.pin.fetch_hint(force=True)})")
     data["status"] = "complete"
     data["finished_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     _write_run_json(r, data)

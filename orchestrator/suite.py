@@ -176,11 +176,16 @@ def load_task(path: Path) -> Task:
                 path=path)
 
 
+def known_suites(suites_dir: Path) -> list[str]:
+    """The suites: folders holding a suite.toml (suites/tools holds scripts, not a suite)."""
+    return sorted(p.parent.name for p in suites_dir.glob("*/suite.toml")) \
+        if suites_dir.is_dir() else []
+
+
 def load_suite(suites_dir: Path, name: str) -> Suite:
     folder = suites_dir / name
     if not folder.is_dir():
-        known = sorted(p.name for p in suites_dir.iterdir() if p.is_dir()) if \
-            suites_dir.is_dir() else []
+        known = known_suites(suites_dir)
         raise InputError(f"unknown suite {name!r}", fix=f"known suites: {', '.join(known)}")
     path = folder / "suite.toml"
     data = read_toml(path)

@@ -4,18 +4,19 @@ parse, call one domain function, render, exit."""
 from __future__ import annotations
 
 import sys
+from importlib import metadata
 from types import TracebackType
 
 import typer
-from typer.core import TyperGroup
 
 from orchestrator import log
+from orchestrator.cli._help import Command, Group
 from orchestrator.errors import SandbenchError
 from orchestrator.untrusted.errors import HostileInput
 from orchestrator.untrusted.text import terminal, terminal_traceback
 
 
-class SandbenchGroup(TyperGroup):
+class SandbenchGroup(Group):
     """Turns a SandbenchError anywhere below into one message on stderr and its exit code
     (its render escapes what a tool wrote into it), a HostileInput that reached the top into
     one escaped line and exit 1; Ctrl-C exits 130 quietly."""
@@ -34,13 +35,30 @@ class SandbenchGroup(TyperGroup):
             raise typer.Exit(130) from None
 
 
+# Plain help (no rich panels): the same text on a terminal, in a pipe and in a log.
 app = typer.Typer(cls=SandbenchGroup, no_args_is_help=True, add_completion=False,
-                  pretty_exceptions_enable=False,
+                  pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Reproducible, isolated benchmarks of code-intelligence tools.")
 
 
+def version() -> str:
+    """The installed package's version, as `pip` and the lock of a run know it."""
+    try:
+        return metadata.version("sandbench")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed: pip install -e .)"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"sandbench {version()}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(_version: bool = typer.Option(False, "--version", is_eager=True,
+                                        callback=_print_version,
+                                        help="Print the version and exit.")) -> None:
     """Logs go to stderr, so that under --json stdout holds only the JSON."""
     log.configure()
 
@@ -53,13 +71,13 @@ def _register() -> None:
     app.add_typer(sandbox.app, name="sandbox")
     app.add_typer(suite.app, name="suite")
     app.add_typer(truth.app, name="truth")
-    app.command("run")(run.run)
-    app.command("score")(score.score)
-    app.command("report")(score.report)
+    app.command("run", cls=Command)(run.run)
+    app.command("score", cls=Command)(score.score)
+    app.command("report", cls=Command)(score.report)
     app.add_typer(compose.app, name="compose")
     app.add_typer(k8s.app, name="k8s")
-    app.command("audit")(audit.audit)
-    app.command("cleanup")(cleanup.cleanup)
+    app.command("audit", cls=Command)(audit.audit)
+    app.command("cleanup", cls=Command)(cleanup.cleanup)
 
 
 _register()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,13 +23,41 @@ from orchestrator.untrusted.text import terminal
 if TYPE_CHECKING:
     from orchestrator.guards import GuardResult
 
-BenchRoot = typer.Option(None, "--bench-root", envvar="SANDBENCH_ROOT",
+BenchRoot = typer.Option(None, "--bench-root", envvar="SANDBENCH_ROOT", metavar="DIR",
                          help="Where corpora, the image lock and runs live (default ./bench).")
 Json = typer.Option(False, "--json", help="Print only JSON on stdout.")
+SuiteName = typer.Argument(..., metavar="SUITE", show_default=False,
+                           help="A suite: a folder of suites/ with a suite.toml.")
 
 # Without a terminal (CI, a pipe, CliRunner) tables are laid out for this fixed width, so
 # that nothing depends on COLUMNS and no row is wrapped: a table is only as wide as its cells.
 PLAIN_WIDTH = 4096
+# Without a terminal, guard results are lines wrapped at this width (their values, such as a
+# container's mounts, run to hundreds of characters, too wide for a table).
+GUARD_WIDTH = 100
+
+
+def size_text(n: int | None) -> str | None:
+    """Bytes for a person: 1.2 GB, 198.9 MB, 4.0 kB, 512 B (powers of 1000, as docker
+    prints them)."""
+    if n is None:
+        return None
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def seconds_text(s: float | None) -> str | None:
+    """Seconds for a person: 37.0 s, 3 min 25.8 s."""
+    if s is None:
+        return None
+    minutes, rest = divmod(float(s), 60)
+    return f"{int(minutes)} min {rest:.1f} s" if minutes else f"{rest:.1f} s"
+
+
+def yes_no(flag: bool) -> str:
+    return "yes" if flag else "no"
 
 
 def settings(bench_root: Path | None) -> Settings:
@@ -68,10 +97,21 @@ def show(*renderables: RenderableType) -> None:
 
 
 def show_guards(heading: str, results: Sequence[GuardResult]) -> None:
-    """An arm's heading line, then one row per guard: what `sandbox check` and `audit` print."""
+    """An arm's heading line, then each guard: what `sandbox check` and `audit` print. On a
+    terminal a table folded to its width; otherwise lines no wider than GUARD_WIDTH, the
+    same whatever COLUMNS says."""
     typer.echo(f"\n{terminal(heading)}")
-    show(table([{**dataclasses.asdict(r), "ok": "ok" if r.ok else "FAIL"} for r in results],
-               ["guard", "side", "ok", "expected", "found"]))
+    if sys.stdout.isatty():
+        show(table([{**dataclasses.asdict(r), "ok": "ok" if r.ok else "FAIL"} for r in results],
+                   ["guard", "side", "ok", "expected", "found"]))
+        return
+    for r in results:
+        expected, found = terminal(str(r.expected)), terminal(str(r.found))
+        values = found if r.ok and expected == found else f"expected {expected}; found {found}"
+        typer.echo(textwrap.fill(f"{'ok' if r.ok else 'FAIL':<4}  {r.side:<7}  {r.guard}: "
+                                 f"{values}", width=GUARD_WIDTH, subsequent_indent=" " * 17,
+                                 break_on_hyphens=False))
+
 
 
 def emit_json(obj: Any) -> None:

@@ -8,13 +8,16 @@ import typer
 
 from orchestrator import corpus
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
+from orchestrator.cli._help import Command, Group
 from orchestrator.settings import Settings
 
-app = typer.Typer(no_args_is_help=True, help="Pinned corpora: fetch at the pin, list, verify.")
+app = typer.Typer(cls=Group, no_args_is_help=True,
+                  help="Pinned corpora: fetch at the pin, list, verify.")
 
-Lock = typer.Option(None, "--lock", dir_okay=False,
+Lock = typer.Option(None, "--lock", dir_okay=False, metavar="FILE",
                     help="The corpus lock (default: corpus.lock in the project root).")
-CorpusId = typer.Argument(..., help="A corpus id from corpus.lock.", show_default=False)
+CorpusId = typer.Argument(..., metavar="ID", help="A corpus id from corpus.lock.",
+                          show_default=False)
 
 
 def _load(bench_root: Path | None, lock: Path | None) -> tuple[Settings, Path,
@@ -35,10 +38,11 @@ def _describe(info: corpus.PristineInfo) -> str:
             f"{', shallow' if info.shallow else ''}; tree digest {info.tree_digest[:16]}")
 
 
-@app.command("fetch")
+@app.command("fetch", cls=Command)
 def fetch(corpus_id: str = CorpusId,
-          source: Path = typer.Option(None, "--from", help="A local clone, bare mirror or git "
-                                      "bundle to fetch from instead of the url."),
+          source: Path = typer.Option(None, "--from", metavar="PATH",
+                                      help="A local clone, bare mirror or git bundle to fetch "
+                                           "from instead of the url (offline hosts)."),
           force: bool = typer.Option(False, "--force", help="Refetch, verify and replace an "
                                      "existing pristine copy."),
           full_history: bool = typer.Option(False, "--full-history", help="Keep the pin's "
@@ -54,7 +58,7 @@ def fetch(corpus_id: str = CorpusId,
     typer.echo(f"fetched {_describe(info)}\n  into {corpus.corpus_dir(cfg, info.id)}")
 
 
-@app.command("ls")
+@app.command("ls", cls=Command)
 def ls(bench_root: Path = BenchRoot, lock: Path = Lock, as_json: bool = Json) -> None:
     """Every pinned corpus: id, pin, status, whether it is fetched, tracked file count."""
     cfg, _, pins = _load(bench_root, lock)
@@ -72,7 +76,7 @@ def ls(bench_root: Path = BenchRoot, lock: Path = Lock, as_json: bool = Json) ->
                ["id", "pin", "status", "fetched", "files"]))
 
 
-@app.command("verify")
+@app.command("verify", cls=Command)
 def verify(corpus_id: str = CorpusId, bench_root: Path = BenchRoot, lock: Path = Lock,
            as_json: bool = Json) -> None:
     """Check the pristine copy: at the pin, detached, no remotes, clean, tree digest unchanged."""

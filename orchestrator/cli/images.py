@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from orchestrator import images
-from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
+from orchestrator.cli._common import (BenchRoot, Json, emit_json, seconds_text, settings, show,
+                                      size_text, table, yes_no)
+from orchestrator.cli._help import Command, Group
 from orchestrator.engine import Engine
 
-app = typer.Typer(no_args_is_help=True, help="Pinned image recipes and the host's image lock.")
+app = typer.Typer(cls=Group, no_args_is_help=True,
+                  help="Pinned image recipes and the host's image lock.")
 
 
-@app.command("build")
-def build(names: list[str] = typer.Argument(None, help="Images to build (default: all)."),
+@app.command("build", cls=Command)
+def build(names: list[str] = typer.Argument(None, metavar="NAME",
+                                            help="Images to build (default: all)."),
           dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be built."),
-          artifact: list[str] = typer.Option(None, "--artifact", help="NAME=PATH of a file "
-                                             "a recipe needs (e.g. devscout=./devscout)."),
+          artifact: list[str] = typer.Option(None, "--artifact", metavar="NAME=PATH",
+                                             help="A file a recipe needs (e.g. "
+                                                  "devscout=./devscout); repeat for several."),
           bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Build images whose recipe changed or whose image is missing; skip the rest."""
     cfg = settings(bench_root)
@@ -32,18 +38,28 @@ def build(names: list[str] = typer.Argument(None, help="Images to build (default
                ["name", "action", "reason", "tag", "seconds"]))
 
 
-@app.command("ls")
+@app.command("ls", cls=Command)
 def ls(bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Every recipe with its locked image, size and build time."""
     rows = images.listing(Engine.connect(), settings(bench_root))
     if as_json:
         emit_json(rows)
         return
-    show(table(rows, ["name", "parent", "tag", "present", "size_bytes", "build_seconds",
-                      "tool_version"]))
+    show(table([{**row, "present": yes_no(row["present"]), "size": size_text(row["size_bytes"]),
+                 "build_time": _build_time(row)} for row in rows],
+               ["name", "parent", "tag", "present", "size", "build_time", "tool_version"]))
 
 
-@app.command("verify")
+def _build_time(row: dict[str, Any]) -> str | None:
+    """The build's wall time; a bootstrapped image's includes its root file system, and a
+    lock written before that was timed says so."""
+    shown = seconds_text(row["build_seconds"])
+    if shown and row["bootstrapped"] and row["bootstrap_seconds"] is None:
+        return f"{shown} (bootstrap not timed)"
+    return shown
+
+
+@app.command("verify", cls=Command)
 def verify(bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Local images against the lock; exits 1 when any is missing, stale or mismatched."""
     checks = images.verify(Engine.connect(), settings(bench_root))
@@ -55,17 +71,20 @@ def verify(bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
         raise typer.Exit(1)
 
 
-@app.command("export")
-def export(names: list[str] = typer.Argument(..., help="Images to export (with parents)."),
-           output: Path = typer.Option(..., "-o", "--output", help="Archive to write."),
+@app.command("export", cls=Command)
+def export(names: list[str] = typer.Argument(..., metavar="NAME",
+                                             help="Images to export (with parents)."),
+           output: Path = typer.Option(..., "-o", "--output", metavar="FILE",
+                                       help="Archive to write."),
            bench_root: Path = BenchRoot) -> None:
     """A `docker save` archive of the locked images, with a sidecar holding its sha256."""
     sidecar = images.export(Engine.connect(), settings(bench_root), names, output)
     typer.echo(f"wrote {output} and {sidecar}")
 
 
-@app.command("import")
-def import_(archive: Path = typer.Argument(..., exists=True, dir_okay=False),
+@app.command("import", cls=Command)
+def import_(archive: Path = typer.Argument(..., exists=True, dir_okay=False, metavar="FILE",
+                                          help="An archive written by images export."),
             bench_root: Path = BenchRoot) -> None:
     """Load an exported archive after checking its sha256; adopt its lock entries."""
     names = images.import_(Engine.connect(), settings(bench_root), archive)

@@ -7,16 +7,19 @@ from pathlib import Path
 import typer
 
 from orchestrator import k8s as k8s_mod
-from orchestrator.cli._common import BenchRoot, Json, emit_json, settings
+from orchestrator.cli._common import BenchRoot, Json, SuiteName, emit_json, settings
+from orchestrator.cli._help import Command, Group
 
-app = typer.Typer(no_args_is_help=True, help="Kubernetes manifests for audit and hand reruns.")
+app = typer.Typer(cls=Group, no_args_is_help=True,
+                  help="Kubernetes manifests for audit and hand reruns.")
 
 
-@app.command("export")
-def export(suite: str, run_dir: Path = typer.Option(None, "--run", file_okay=False,
-                                                    help="Take the run's id, user, image ids "
-                                                         "and mount bounds, and refuse a Job "
-                                                         "that differs from its guard policy."),
+@app.command("export", cls=Command)
+def export(suite: str = SuiteName,
+           run_dir: Path = typer.Option(None, "--run", file_okay=False, metavar="RUN_DIR",
+                                        help="Take the run's id, user, image ids and mount "
+                                             "bounds, and refuse a Job that differs from its "
+                                             "guard policy."),
            json_out: bool = Json, bench_root: Path = BenchRoot) -> None:
     """Write bench/k8s/SUITE.yaml: one Job per arm and a deny-all NetworkPolicy, validated
     against the pinned Kubernetes schema."""

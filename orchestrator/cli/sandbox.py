@@ -9,14 +9,16 @@ import typer
 
 from orchestrator import selfcheck
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show_guards
+from orchestrator.cli._help import Command, Group
 from orchestrator.engine import Engine
 from orchestrator.untrusted.text import terminal
 
-app = typer.Typer(no_args_is_help=True, help="Hardened per-arm containers.")
+app = typer.Typer(cls=Group, no_args_is_help=True, help="Hardened per-arm containers.")
 
 
-@app.command("check")
-def check(arms: list[str] = typer.Argument(None, help="Arms to check (default: all)."),
+@app.command("check", cls=Command)
+def check(arms: list[str] = typer.Argument(None, metavar="ARM",
+                                           help="Arms to check (default: all)."),
           bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Start each arm's container, verify and print every guard, remove the container.
     Exits 1 when any arm is refused."""
@@ -36,10 +38,12 @@ def check(arms: list[str] = typer.Argument(None, help="Arms to check (default: a
         raise typer.Exit(1)
 
 
-@app.command("exec")
-def exec_(arm: str = typer.Argument(..., help="The arm whose sandbox runs the command."),
-          argv: list[str] = typer.Argument(..., help="The command, after --."),
-          timeout: float = typer.Option(600, help="Seconds before the process tree is killed."),
+@app.command("exec", cls=Command)
+def exec_(arm: str = typer.Argument(..., metavar="ARM",
+                                    help="The arm whose sandbox runs the command."),
+          argv: list[str] = typer.Argument(..., metavar="CMD", help="The command, after --."),
+          timeout: float = typer.Option(600, metavar="SECONDS",
+                                        help="Seconds before the process tree is killed."),
           bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Run one command in a verified sandbox and keep its complete transcript."""
     run_dir, record = selfcheck.exec_once(Engine.connect(), settings(bench_root), arm, argv,

@@ -4,6 +4,7 @@ its sealed suite, offline, and the results document rendered from those scores."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import typer
 
@@ -23,7 +24,7 @@ def _show_scorecard(scores: dict) -> None:
 
 
 def score(run_dir: Path = RunDir,
-          suite_dir: Path = typer.Option(None, "--suite-dir", file_okay=False,
+          suite_dir: Path = typer.Option(None, "--suite-dir", file_okay=False, metavar="DIR",
                                          help="The sealed suite the run was made with "
                                               "(default: the project's suites/NAME)."),
           update: bool = typer.Option(False, "--update", help="Write the new scores even "
@@ -51,16 +52,16 @@ def score(run_dir: Path = RunDir,
 def report(run_dir: Path = RunDir,
            check: bool = typer.Option(False, "--check", help="Render again and compare with "
                                       "the committed document; exit 1 on any difference."),
-           output: Path = typer.Option(None, "--output", "-o", dir_okay=False,
+           output: Path = typer.Option(None, "--output", "-o", dir_okay=False, metavar="FILE",
                                        help="Where the Markdown document goes (default "
                                             "RUN_DIR/results.md); the HTML page goes "
                                             "beside it, named like it with .html."),
-           fmt: str = typer.Option("md", "--format", help="md: write the document; json: "
-                                   "print scores.json on stdout.")) -> None:
+           fmt: Literal["md", "json"] = typer.Option("md", "--format",
+                                                     help="md: write the documents; json: "
+                                                          "print scores.json on stdout.")
+           ) -> None:
     """Render the results documents from RUN_DIR/scores.json alone: results.md and, beside
     it, results.html (the same tables and the plots, self-contained)."""
-    if fmt not in ("md", "json"):
-        raise typer.BadParameter("md or json", param_hint="--format")
     if fmt == "json":
         typer.echo(canonical_json(report_mod.read(run_dir)), nl=False)
         return

@@ -7,16 +7,18 @@ from pathlib import Path
 import typer
 
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings
+from orchestrator.cli._help import Command, Group
 from orchestrator.engine import Engine
 from orchestrator.fsutil import read_json
 from orchestrator.oracle import build as oracle_build
 from orchestrator.untrusted.text import terminal, terminal_lines
 
-app = typer.Typer(no_args_is_help=True, help="Compiler truth from oracles.")
+app = typer.Typer(cls=Group, no_args_is_help=True, help="Compiler truth from oracles.")
 
 
-@app.command("build")
-def build(name: str, bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
+@app.command("build", cls=Command)
+def build(name: str = typer.Argument(..., metavar="SUITE", help="A suite with an [oracle]."),
+          bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Run the suite's oracle in a sandbox and store its truth sets under the suite (then
     `sandbench suite seal NAME` covers them)."""
     path = oracle_build.build(Engine.connect(), settings(bench_root), name)
@@ -37,8 +39,10 @@ def build(name: str, bench_root: Path = BenchRoot, as_json: bool = Json) -> None
     typer.echo(f"next: sandbench suite seal {name}")
 
 
-@app.command("compare")
-def compare(run_dir: Path, bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
+@app.command("compare", cls=Command)
+def compare(run_dir: Path = typer.Argument(..., file_okay=False,
+                                           help="A scored run directory."),
+            bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Grade a scored run's answers against the suite's compiler truth too, and list where the
     text and compiler truths disagree (RUN_DIR/truth-comparison.md)."""
     from orchestrator.oracle import compare as compare_mod

@@ -46,9 +46,26 @@ class CorpusPin:
         return self.url.removeprefix(BUILTIN_SCHEME) if self.url.startswith(BUILTIN_SCHEME) \
             else None
 
+    def fetch_hint(self, force: bool = False) -> str:
+        """The command that fetches this pin, offline path first: most hosts that run
+        sandbench reach no git host, and a bare mirror or clone brought there serves."""
+        again = " --force" if force else ""
+        if self.builtin is not None:
+            return f"sandbench corpus fetch {self.id}{again}"
+        return (f"sandbench corpus fetch {self.id}{again} --from PATH/TO/MIRROR (a local clone, "
+                f"bare mirror or bundle of {self.repo}; with network access, leave out --from "
+                f"to fetch {self.url})")
+
 
 def lock_path(settings: Settings) -> Path:
     return settings.project_root / LOCK_NAME
+
+
+def fetch_hint(settings: Settings, corpus_id: str) -> str:
+    """What fetches the corpus a suite names, from the project's lock."""
+    pins = load_lock(lock_path(settings))
+    return pins[corpus_id].fetch_hint() if corpus_id in pins else \
+        f"pin {corpus_id!r} in {LOCK_NAME}, then fetch it"
 
 
 def load_lock(path: Path) -> dict[str, CorpusPin]:

@@ -235,8 +235,7 @@ def verify_pristine(pin: CorpusPin, settings: Settings) -> PristineInfo:
     if info is None:
         state = "a copy without its record" if dest.exists() else "nothing"
         raise SandbenchError(f"corpus {pin.id!r} is not fetched: found {state} at {dest}",
-                             fix=f"sandbench corpus fetch {pin.id}"
-                             + (" --force" if dest.exists() else ""), corpus=pin.id)
+                             fix=pin.fetch_hint(force=dest.exists()), corpus=pin.id)
     found: list[Difference] = []
     if info.sha != pin.sha:
         found.append(Difference("pin", f"{pin.sha} (corpus.lock)", f"{info.sha} (fetched)"))
@@ -248,7 +247,7 @@ def verify_pristine(pin: CorpusPin, settings: Settings) -> PristineInfo:
             found.append(Difference("tree digest", info.tree_digest, digest))
     if found:
         raise refuse(f"pristine copy of {pin.id!r} at {dest} failed verification", found,
-                      f"refetch it: sandbench corpus fetch {pin.id} --force", corpus=pin.id)
+                      f"refetch it: {pin.fetch_hint(force=True)}", corpus=pin.id)
     return info
 
 

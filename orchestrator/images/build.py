@@ -48,7 +48,9 @@ def _bootstrap_key(bootstrap: Bootstrap, mirror: str) -> str:
 
 def rootfs(engine: Engine, settings: Settings, recipe: Recipe) -> tuple[str, dict[str, Any]]:
     """The image the base recipe builds FROM: a digest-pinned registry image where the user
-    configured one, else a debootstrap tree imported into the engine (cached by its key)."""
+    configured one, else a debootstrap tree imported into the engine (cached by its key).
+    A tree made here says how long debootstrap, tar and the import took
+    (`bootstrap_seconds`): part of what building the image costs."""
     assert recipe.bootstrap is not None
     if configured := os.environ.get("SANDBENCH_BASE_IMAGE"):
         if not DIGEST_PINNED.match(configured):
@@ -71,6 +73,7 @@ def rootfs(engine: Engine, settings: Settings, recipe: Recipe) -> tuple[str, dic
                              fix="apt-get install debootstrap (scripts/ensure-docker does)")
     scratch = settings.bench_root / "tmp"
     scratch.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(dir=scratch, prefix="rootfs-") as tmp:
         tree, tarball = Path(tmp) / "tree", Path(tmp) / "rootfs.tar"
         logger.info("bootstrap", suite=recipe.bootstrap.suite, variant=recipe.bootstrap.variant,
@@ -78,7 +81,20 @@ def rootfs(engine: Engine, settings: Settings, recipe: Recipe) -> tuple[str, dic
         _run_host(["debootstrap", f"--variant={recipe.bootstrap.variant}",
                    recipe.bootstrap.suite, str(tree), mirror], "debootstrap")
         _run_host(["tar", "--numeric-owner", "-C", str(tree), "-cf", str(tarball), "."], "tar")
-        return engine.import_tarball(tarball, f"{REPOSITORY}/rootfs", key[:12]), info
+        rootfs_id = engine.import_tarball(tarball, f"{REPOSITORY}/rootfs", key[:12])
+    return rootfs_id, {**info, "bootstrap_seconds": round(time.monotonic() - started, 3)}
+
+
+def _bootstrap_seconds(base_info: dict[str, Any], entry: dict[str, Any] | None) -> float:
+    """What the root file system cost: measured now, or, when the engine still held the tree
+    (cached by its key), as the lock recorded it for the same key; 0 without a bootstrap."""
+    if base_info.get("source") != "debootstrap":
+        return 0.0
+    if "bootstrap_seconds" not in base_info:
+        before = (entry or {}).get("base", {})
+        if before.get("key") == base_info["key"] and "bootstrap_seconds" in before:
+            base_info["bootstrap_seconds"] = before["bootstrap_seconds"]
+    return float(base_info.get("bootstrap_seconds", 0.0))
 
 
 def _run_host(argv: list[str], what: str) -> None:
@@ -280,7 +296,7 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
         image_id = _docker_build(engine, settings, recipe, tag, build_args, labels, artifact)
         helper = (_build_helper(engine, settings, recipe, build_args)
                   if recipe.helper is not None else None)
-        seconds = round(time.monotonic() - started, 3)
+        seconds = round(time.monotonic() - started + _bootstrap_seconds(base_info, entry), 3)
         size = engine.inspect_image(image_id)["Size"]
         lock.images[recipe.name] = {
             "recipe_hash": rhash, "image_id": image_id, "tag": tag, "parent": recipe.parent,

@@ -137,6 +137,8 @@ def listing(engine: Engine | None, settings: Settings) -> list[dict[str, Any]]:
                      "tag": entry.get("tag", ""), "image_id": entry.get("image_id", ""),
                      "present": present, "size_bytes": entry.get("size_bytes"),
                      "build_seconds": entry.get("build_seconds"),
+                     "bootstrapped": entry.get("base", {}).get("source") == "debootstrap",
+                     "bootstrap_seconds": entry.get("base", {}).get("bootstrap_seconds"),
                      "tool_version": entry.get("tool_version", ""),
                      "description": recipe.description})
     return rows

@@ -314,7 +314,8 @@ def test_the_valid_files_and_their_rewritten_forms_are_accepted(ws: Workspace) -
     readers = [(CORPUS_LOCK, i, {0}) for i in (0, 1)] + [
         (CORPUS_LOCK, 2, {1}),     # demo is not fetched in this bench root: exit 1, not input
         (CORPUS_LOCK, 4, {0, 1}),  # the seal holds unless someone is editing the scorer now
-        *((ARM["rg"], i, {0}) for i in (0, 1, 2)),
+        # run --dry-run: the plan, then exit 1, since demo is not fetched here
+        *((ARM["rg"], i, {1}) for i in (0, 1, 2)),
         *((IMAGES_LOCK, i, {0}) for i in (0, 1)), (RECIPE["rg"], 2, {0}),
         *((GUARD["policy.json"], i, {0, 1}) for i in (0, 1))]
     for inp, i, codes in readers:

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+import typer.main
+from typer import _click as click
 from typer.testing import CliRunner
 
 from orchestrator.cli import _common, app
+from orchestrator.cli import images as images_cli
+from orchestrator.engines import ON_REFUSED
 from orchestrator.guards import GuardResult
+from orchestrator.sandbox_spec import EXEC_PATHS
+
+FIXTURES = Path(__file__).parent / "bad_input" / "fixtures"
 
 runner = CliRunner()
 
@@ -72,13 +83,189 @@ def test_tables_without_a_terminal_are_plain_one_line_rows(monkeypatch: pytest.M
     assert all(line == line.rstrip() for line in first.stdout.splitlines())
 
 
-def test_the_guard_table_shows_cells_as_text(capsys: pytest.CaptureFixture[str]) -> None:
-    found = "[bold]" + "x" * 300
-    _common.show_guards("rg: REFUSED", [GuardResult("read_only_root", "outside", True, True, True),
-                                        GuardResult("user", "inside", "[red]1000", found, False)])
+def test_guards_without_a_terminal_are_lines_of_text_no_wider_than_100(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("COLUMNS", "4000")
+    found = "[bold]" + "x" * 300 + " /state\x1b[2J"
+    _common.show_guards("rg: REFUSED", [
+        GuardResult("read_only_root", "outside", True, True, True),
+        GuardResult("user", "inside", "[red]1000", found, False)])
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:2] == ["", "rg: REFUSED"]
-    rows = [line.split() for line in lines]
-    assert ["GUARD", "SIDE", "OK", "EXPECTED", "FOUND"] in rows
-    assert ["read_only_root", "outside", "ok", "True", "True"] in rows
-    assert ["user", "inside", "FAIL", "[red]1000", found] in rows
+    assert lines[:3] == ["", "rg: REFUSED", "ok    outside  read_only_root: True"]
+    assert all(len(line) <= _common.GUARD_WIDTH for line in lines)
+    assert lines[3].startswith("FAIL  inside   user: expected [red]1000; found [bold]xxx")
+    shown = "".join("".join(lines[3:]).split())
+    assert "x" * 300 + "/state\\x1b[2J" in shown  # markup as text, the escape escaped
+    assert "\x1b" not in "".join(lines)
+
+
+def test_audit_in_a_pipe_wraps_whatever_columns_says(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "check-x"
+    shutil.copytree(FIXTURES / "guards" / "rg", run / "guards" / "rg")
+    monkeypatch.delenv("COLUMNS", raising=False)
+    result = runner.invoke(app, ["audit", str(run)])
+    lines = result.stdout.splitlines()
+    assert "rg: " in lines[1] and len(lines) > 40
+    assert max(len(line) for line in lines) <= _common.GUARD_WIDTH
+    assert "ok    outside  network_mode: none" in lines
+    monkeypatch.setenv("COLUMNS", "30")
+    assert runner.invoke(app, ["audit", str(run)]).stdout == result.stdout
+
+
+# -- help, version --------------------------------------------------------------------------------
+
+def _commands(command: click.Command, path: tuple[str, ...] = ()
+              ) -> Iterator[tuple[tuple[str, ...], click.Command]]:
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, (*path, name))
+
+
+COMMANDS = list(_commands(typer.main.get_command(app)))
+
+
+def _help(path: tuple[str, ...]) -> str:
+    result = runner.invoke(app, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_every_command_is_covered() -> None:
+    paths = {" ".join(p) for p, _ in COMMANDS}
+    assert {"run", "report", "images ls", "corpus fetch", "sandbox exec", "k8s export"} <= paths
+    assert len(paths) == 29  # the root, 8 groups, 20 commands
+
+
+@pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=lambda p: " ".join(p) or "root")
+def test_help_names_values_never_python_types(path: tuple[str, ...]) -> None:
+    shown = _help(path)
+    for python in ("<bool>", "<str>", "<int", "<float", "<path>", "<dir>", "<file>", "list[",
+                   "int range", "{", "}"):
+        assert python not in shown, f"sandbench {' '.join(path)} --help shows {python!r}"
+    assert "\x1b" not in shown and "╭" not in shown  # plain text, the same in a pipe
+
+
+def test_every_choice_lists_its_values_in_help() -> None:
+    choices = 0
+    for path, command in COMMANDS:
+        for param in command.params:
+            descriptor = getattr(param, "type_descriptor", None)
+            if descriptor is not None and descriptor.is_choice:
+                choices += 1
+                values = "|".join(str(c) for c in descriptor.choices)
+                assert f"[{values}]" in _help(path), (path, param.name)
+    assert choices >= 1  # report --format
+    assert "--format [md|json]" in _help(("report",))
+    run_help = _help(("run",))
+    # checked by the run itself, so that --dry-run lists them with every other problem
+    assert f"--exec-path [{'|'.join(EXEC_PATHS)}]" in run_help
+    assert f"--on-engine-refused [{'|'.join(ON_REFUSED)}]" in run_help
+
+
+def test_usage_lines_name_arguments_as_a_command_line_does() -> None:
+    assert "Usage: root run [OPTIONS] SUITE\n" in _help(("run",))
+    assert "Usage: root images build [OPTIONS] [NAME...]\n" in _help(("images", "build"))
+    assert "Usage: root sandbox exec [OPTIONS] ARM CMD...\n" in _help(("sandbox", "exec"))
+    assert "--jobs N " in _help(("run",))
+
+
+def test_a_group_lists_each_commands_first_sentence_whole() -> None:
+    listed = " ".join(_help(()).split())
+    assert "score Score a run offline: grades, cost, wall time, reach and setup cost into " \
+           "RUN_DIR/scores.json. report" in listed
+    for group in ((), ("images",), ("corpus",), ("sandbox",), ("truth",)):
+        commands = _help(group).split("Commands:")[1]
+        assert "..." not in commands, group
+
+
+def test_version_prints_the_package_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout == f"sandbench {metadata.version('sandbench')}\n"
+
+
+def test_tools_is_not_a_suite(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["run", "nosuch", "--dry-run", "--bench-root", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "known suites: csharp, csharp-held-out, demo," in result.stderr
+    assert "tools" not in result.stderr
+
+
+# -- run --dry-run --------------------------------------------------------------------------------
+
+def test_dry_run_lists_a_bogus_option_and_a_missing_corpus_and_exits_2(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")
+    result = runner.invoke(app, ["run", "csharp", "--dry-run", "--exec-path", "bogus",
+                                 "--bench-root", str(tmp_path / "b")])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [errors[0]] and "the run could not start" in errors[0]
+    assert "--exec-path: expected one of resident, docker-exec, found 'bogus'" in result.stderr
+    assert "corpus 'csharp' is not fetched: sandbench corpus fetch csharp --from " \
+           "PATH/TO/MIRROR" in result.stderr
+    assert "no Docker engine answers" in result.stderr
+    assert "rg " in result.stdout  # the plan it could make
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "b").exists()
+
+
+def test_dry_run_with_good_options_but_nothing_fetched_exits_1(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")
+    result = runner.invoke(app, ["run", "demo", "--dry-run", "--json", "--on-engine-refused",
+                                 "move", "--bench-root", str(tmp_path / "b")])
+    assert result.exit_code == 1, result.output
+    plan = json.loads(result.stdout)
+    assert any(p.startswith("corpus 'demo' is not fetched: sandbench corpus fetch demo")
+               for p in plan["problems"])
+    assert "--from" not in " ".join(plan["problems"])  # demo is embedded: no mirror needed
+    assert "corpus 'demo' is not fetched" in result.stderr
+
+
+def test_dry_run_names_every_bad_option(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")
+    result = runner.invoke(app, ["run", "demo", "--dry-run", "--on-engine-refused", "later",
+                                 "--arm", "nope", "--resume", str(tmp_path),
+                                 "--bench-root", str(tmp_path / "b")])
+    assert result.exit_code == 2
+    for problem in ("--on-engine-refused: expected one of move, stop, found 'later'",
+                    f"--resume {tmp_path}: no run.json", "arm 'nope' is not in suite 'demo'"):
+        assert problem in result.stderr
+
+
+# -- images ls ------------------------------------------------------------------------------------
+
+class _Present:
+    def image_id(self, ref: str) -> str | None:
+        return ref if ref.endswith("1") else None
+
+
+def test_images_ls_shows_human_units(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def entry(seconds: float, size: int, image: str, **more: object) -> dict:
+        return {"recipe_hash": "0" * 64, "image_id": "sha256:" + image * 64,
+                "tag": f"sandbench/x:{image * 12}", "build_args": {}, "build_seconds": seconds,
+                "size_bytes": size, **more}
+    lock = {"version": 1, "images": {
+        "base": entry(37.25, 198_901_244, "1", base={"source": "debootstrap", "key": "k",
+                                                      "bootstrap_seconds": 18.7}),
+        "base-trixie": entry(0.8, 209_902_326, "1", base={"source": "debootstrap", "key": "j"}),
+        "oracle-rust-analyzer": entry(205.771, 1_748_396_625, "2")}}
+    (tmp_path / "images.lock").write_text(json.dumps(lock))
+    monkeypatch.setattr(images_cli.Engine, "connect", classmethod(lambda cls: _Present()))
+    result = runner.invoke(app, ["images", "ls", "--bench-root", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line for line in result.stdout.splitlines()[2:]}
+    assert rows["base"].split()[3:7] == ["yes", "198.9", "MB", "37.2"]
+    assert "(bootstrap not timed)" in rows["base-trixie"]
+    assert rows["oracle-rust-analyzer"].split()[3:9] == ["no", "1.7", "GB", "3", "min", "25.8"]
+    assert rows["rg"].split()[1:3] == ["base", "no"]
+    for raw in ("True", "False", "198901244", "1748396625", "205.771"):
+        assert raw not in result.stdout
+    as_json = json.loads(runner.invoke(app, ["images", "ls", "--json", "--bench-root",
+                                             str(tmp_path)]).stdout)
+    base = {r["name"]: r for r in as_json}["base"]
+    assert (base["present"], base["size_bytes"], base["bootstrap_seconds"]) == (True,
+                                                                                 198_901_244,
+                                                                                 18.7)

@@ -294,7 +294,15 @@ def test_verify_refuses_when_the_lock_moved_the_pin(fetched, upstream: Upstream,
 def test_verify_of_an_unfetched_corpus_says_how_to_fetch(cfg: Settings) -> None:
     with pytest.raises(SandbenchError, match="not fetched") as info:
         corpus.verify_pristine(make_pin("1" * 40), cfg)
-    assert info.value.fix == "sandbench corpus fetch sample"
+    assert info.value.fix.startswith("sandbench corpus fetch sample --from PATH/TO/MIRROR (a "
+                                     "local clone, bare mirror or bundle of acme/sample;")
+    assert "leave out --from to fetch https://example.invalid/acme/sample.git" in info.value.fix
+
+
+def test_the_fetch_hint_of_an_embedded_corpus_needs_no_mirror() -> None:
+    demo = make_pin("1" * 40, id="demo", url="builtin:demo")
+    assert demo.fetch_hint() == "sandbench corpus fetch demo"
+    assert demo.fetch_hint(force=True) == "sandbench corpus fetch demo --force"
 
 
 def test_the_tree_digest_detects_a_one_byte_change_anywhere(fetched) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -256,3 +258,61 @@ def test_import_installs_the_helper_only_when_it_hashes_to_the_entry(tmp_path: P
         host_helper.install_from_archive(settings, archive, {**helper, "path": "../../etc/x"})
     host_helper.install_from_archive(settings, archive, helper)
     assert (settings.bench_root / helper["path"]).read_bytes() == b"real"
+
+
+class _BootstrapEngine:
+    """What images.build asks of an engine for the base recipe, with no engine."""
+
+    def image_id(self, ref: str) -> str | None:
+        return None  # no rootfs cached: the build bootstraps one
+
+    def import_tarball(self, tarball: Path, repository: str, tag: str) -> str:
+        assert tarball.is_file()
+        return "sha256:" + "1" * 64
+
+    def inspect_image(self, ref: str) -> dict:
+        return {"Size": 198_901_244}
+
+
+def test_a_bootstrapped_images_build_seconds_include_its_bootstrap(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    build_mod = importlib.import_module("orchestrator.images.build")
+    monkeypatch.setenv("SANDBENCH_DEBIAN_MIRROR", "http://mirror.test/debian")
+    monkeypatch.delenv("SANDBENCH_BASE_IMAGE", raising=False)
+    monkeypatch.setattr(build_mod.shutil, "which", lambda name: f"/usr/sbin/{name}")
+
+    def host(argv: list[str], what: str) -> None:
+        if what == "debootstrap":
+            time.sleep(0.3)
+            Path(argv[-2]).mkdir()
+        else:
+            Path(argv[argv.index("-cf") + 1]).write_bytes(b"tar")
+
+    def docker_build(*args: object, **kwargs: object) -> str:
+        time.sleep(0.1)
+        return "sha256:" + "2" * 64
+
+    monkeypatch.setattr(build_mod, "_run_host", host)
+    monkeypatch.setattr(build_mod, "_docker_build", docker_build)
+    monkeypatch.setattr(build_mod, "_build_helper", lambda *a: {
+        "path": "helper/sandbench-exec-000000000000", "sha256": "0" * 64, "size_bytes": 1})
+    monkeypatch.setattr(build_mod, "_manifests", lambda *a: {})
+    settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
+    [outcome] = images.build(_BootstrapEngine(), settings, ["base"])  # type: ignore[arg-type]
+    entry = images.ImageLock.load(settings.images_lock).images["base"]  # schema-checked
+    bootstrap = entry["base"]["bootstrap_seconds"]
+    assert bootstrap >= 0.3
+    # the 0.1 s build on top, to the millisecond both are rounded to
+    assert entry["build_seconds"] == outcome.seconds >= bootstrap + 0.1 - 0.002
+
+
+def test_bootstrap_seconds_are_carried_over_while_the_engine_keeps_the_rootfs() -> None:
+    _bootstrap_seconds = importlib.import_module("orchestrator.images.build")._bootstrap_seconds
+    before = {"base": {"source": "debootstrap", "key": "k1", "bootstrap_seconds": 18.7}}
+    cached = {"source": "debootstrap", "key": "k1"}
+    assert _bootstrap_seconds(cached, before) == 18.7
+    assert cached["bootstrap_seconds"] == 18.7  # recorded again in the new entry
+    other = {"source": "debootstrap", "key": "k2"}
+    assert _bootstrap_seconds(other, before) == 0.0 and "bootstrap_seconds" not in other
+    assert _bootstrap_seconds({"source": "registry", "reference": "x"}, before) == 0.0
+    assert _bootstrap_seconds({}, None) == 0.0
