@@ -67,7 +67,7 @@ class _Budget:
     """What the index may still hold, and each symbol's one string (a symbol repeats in every
     occurrence of it: one copy keeps the memory of an index near its size)."""
 
-    occurrences: int = limits.SCIP_MAX_OCCURRENCES
+    occurrences: int = field(default_factory=lambda: limits.SCIP_MAX_OCCURRENCES)
     symbols: dict[str, str] = field(default_factory=dict)
 
     def occurrence(self, path: str) -> None:
@@ -122,8 +122,8 @@ def _fields(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, Any]]
                                   "protobuf's")
 
 
-def _text(data: bytes, span: tuple[int, int], what: str,
-          cap: int = limits.SCIP_TEXT_MAX_BYTES) -> str:
+def _text(data: bytes, span: tuple[int, int], what: str, cap: int | None = None) -> str:
+    cap = limits.SCIP_TEXT_MAX_BYTES if cap is None else cap
     if span[1] - span[0] > cap:
         raise ScipDecodeError(f"{what} at byte {span[0]} is {span[1] - span[0]} bytes, more "
                               f"than {cap}", kind="too-large")

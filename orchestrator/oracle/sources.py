@@ -21,23 +21,28 @@ REGULAR_MODES = (b"100644", b"100755")
 @dataclass(frozen=True)
 class PinnedSources:
     root: Path
-    regular: frozenset[str]
+    regular: frozenset[str]  # regular files tracked at the pin
+    other: frozenset[str]  # links and submodules tracked at the pin: never read
 
     @classmethod
     def at_pin(cls, pristine: Path, sha: str) -> PinnedSources:
         """The regular files git tracks at `sha` in the pristine copy."""
         with clean_git() as git:
             listing = git.run("ls-tree", "-r", "-z", "--full-tree", sha, cwd=pristine).stdout
-        regular = set()
-        for record in listing.split(b"\0"):
+        regular, other = set(), set()
+        for record in filter(None, listing.split(b"\0")):
             meta, _, name = record.partition(b"\t")
-            if meta.split()[:1] and meta.split()[0] in REGULAR_MODES:
-                regular.add(name.decode("utf-8", "surrogateescape"))
-        return cls(pristine, frozenset(regular))
+            mode = meta.split()[0]
+            (regular if mode in REGULAR_MODES else other).add(
+                name.decode("utf-8", "surrogateescape"))
+        return cls(pristine, frozenset(regular), frozenset(other))
 
     def read(self, rel: str) -> str:
         """A document's text at the pin, or a HostileInput naming it."""
         paths.relative(rel)
+        if rel in self.other:
+            raise HostileInput("path-escape", f"the index names {rel!r}, a symbolic link or a "
+                               "submodule at the pin: never followed", document=rel)
         if rel not in self.regular:
             raise HostileInput("not-at-pin", f"the index names {rel!r}, which is not a regular "
                                "file git tracks at the pin", document=rel)
