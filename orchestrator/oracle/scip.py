@@ -149,7 +149,6 @@ def _range_number(value: int, rng: list[int], path: str) -> None:
 
 
 def _occurrence(data: bytes, start: int, end: int, path: str, budget: _Budget) -> Occurrence:
-    budget.occurrence(path)
     rng: list[int] = []
     symbol, roles = "", 0
     for number, wire, value in _fields(data, start, end):
@@ -175,6 +174,7 @@ def _document(data: bytes, start: int, end: int, budget: _Budget) -> Document:
         if number == 1 and wire == WIRE_LEN:
             path = _text(data, value, "a document's path", limits.SCIP_PATH_MAX_BYTES)
         elif number == 2 and wire == WIRE_LEN:
+            budget.occurrence(path or f"the document at byte {start}")
             spans.append(value)
         elif number == 4 and wire == WIRE_LEN:
             language = _text(data, value, "a document's language")
