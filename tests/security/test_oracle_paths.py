@@ -65,9 +65,10 @@ def _oracle_arm(mode: str, host_file: Path) -> str:
     """An oracle arm whose command writes the crafted index (the script base64-encoded, so no
     brace in it reads as an argv placeholder)."""
     code = base64.b64encode(INDEX_SCRIPT.encode()).decode()
+    run = f"import base64; exec(base64.b64decode('{code}'))"
     return (f'description = "hostile oracle: {mode}"\nkind = "oracle"\nimage = "probe"\n\n'
-            f'[oracle]\nargv = ["python3", "-c", "import base64; exec(base64.b64decode(\'{code}\'))",'
-            f' "{mode}", "{host_file}", "{{project}}"]\n'
+            f'[oracle]\nargv = ["python3", "-c", "{run}", "{mode}", "{host_file}", '
+            '"{project}"]\n'
             'language = "rust"\nformat = "scip"\ntimeout_s = 120\n')
 
 

@@ -280,12 +280,13 @@ def test_any_failure_on_the_index_is_the_oracles(tmp_path: Path,
     def broken(*_: object) -> None:
         raise RecursionError("maximum recursion depth exceeded")
     monkeypatch.setattr(truth, "resolution", broken)
+    sources = PinnedSources.at_pin(repo, sha)
     with pytest.raises(build.OracleFailed, match="is refused \\(unprocessable\\)") as caught:
-        build._truth(the_suite, spec, record, cell, "v", PinnedSources.at_pin(repo, sha))  # type: ignore
+        build._truth(the_suite, spec, record, cell, "v", sources)  # type: ignore[arg-type]
     assert "RecursionError" in (caught.value.why or "")
     malformed, record = _cell(tmp_path / "m", b"\x0a\xff")
     with pytest.raises(build.OracleFailed, match="does not decode as SCIP"):
-        build._truth(the_suite, spec, record, malformed, "v", PinnedSources.at_pin(repo, sha))  # type: ignore
+        build._truth(the_suite, spec, record, malformed, "v", sources)  # type: ignore[arg-type]
 
 
 def test_an_honest_index_still_gives_its_sites(tmp_path: Path,
