@@ -26,19 +26,21 @@ def _escape(message: str, **data: object) -> HostileInput:
     return HostileInput("path-escape", message, **data)
 
 
-def _parts(path: str) -> list[str]:
-    """The components of a relative path, or why it could leave its root."""
+def _parts(path: str, what: str | None = None) -> list[str]:
+    """The components of a relative path, or why it could leave its root (`what` names the
+    path in the message: the path itself unless told)."""
+    what = what or f"the path {path!r}"
     if len(path.encode("utf-8", "surrogatepass")) > limits.SCIP_PATH_MAX_BYTES:
         raise _escape(f"a path of {len(path)} characters is longer than "
                       f"{limits.SCIP_PATH_MAX_BYTES} bytes (PATH_MAX)")
     if "\0" in path:
-        raise _escape(f"the path {path!r} holds a NUL byte")
+        raise _escape(f"{what} holds a NUL byte")
     if path.startswith("/"):
-        raise _escape(f"the path {path!r} is absolute, not relative to the corpus")
+        raise _escape(f"{what} is absolute, not relative to the corpus")
     parts = path.split("/")
     if bad := [p for p in parts if p in ("", ".", "..")]:
-        raise _escape(f"the path {path!r} has a component {bad[0]!r}: only plain names stay "
-                      "inside the corpus")
+        raise _escape(f"{what} has a component {bad[0]!r}: only plain names stay inside the "
+                      "corpus")
     return parts
 
 
@@ -61,10 +63,10 @@ def root_under(uri: str, mount: str) -> str:
         raise _escape(f"the project root {uri[:200]!r} is not UTF-8 once percent-decoded",
                       root=uri[:200]) from exc
     relative_root = path.rstrip("/").removeprefix("/")
-    parts = _parts(relative_root) if relative_root else []
+    parts = _parts(relative_root, f"the project root {uri[:200]!r}") if relative_root else []
     mount_parts = mount.strip("/").split("/")
     if parts[:len(mount_parts)] != mount_parts:
-        raise _escape(f"the index's project root {uri!r} is not the corpus ({mount}) or a "
+        raise _escape(f"the index's project root {uri[:200]!r} is not the corpus ({mount}) or a "
                       "directory under it", root=uri)
     return "/".join(parts[len(mount_parts):])
 
