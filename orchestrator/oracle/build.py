@@ -21,10 +21,12 @@ from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json, sha256_file
 from orchestrator.images import ImageLock
 from orchestrator.oracle import scip, truth
+from orchestrator.oracle.sources import PinnedSources
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import default_user, for_arm
 from orchestrator.settings import Settings
 from orchestrator.transcripts import RECORD_NAME, ExecRecord
+from orchestrator.untrusted.errors import HostileInput
 
 SCHEMA = "sandbench.truth/1"
 INDEX_CELL = "index"
@@ -61,6 +63,8 @@ def build(engine: Engine, settings: Settings, suite_name: str) -> Path:
     corpus.verify_pristine(pin, settings)
     pristine = corpus.corpus_dir(settings, pin.id)
     suite.check_truth_at_pin(the_suite, pristine)
+    assert pin.sha is not None
+    sources = PinnedSources.at_pin(pristine, pin.sha)
     lock = ImageLock.load(settings.images_lock)
     lock.image_id(spec.image)
     workfs.require_root(settings.runs_dir)
@@ -76,10 +80,8 @@ def build(engine: Engine, settings: Settings, suite_name: str) -> Path:
             box.verify(run_dir / "guards" / spec.name)
             logger.info("oracle_index", oracle=spec.name, argv=argv)
             record = box.exec(argv, cell, timeout_s=spec.oracle.timeout_s)
-    index = _decoded(record, cell, spec)
-    document = truth_document(the_suite, spec, index, record,
-                              lock.images[spec.image].get("tool_version", ""),
-                              lambda rel: _source_at_pin(pristine, rel))
+    document = _truth(the_suite, spec, record, cell,
+                      lock.images[spec.image].get("tool_version", ""), sources)
     document["run"] = {"run_id": run_id, "record_sha256": sha256_file(cell / RECORD_NAME),
                        "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     path = the_suite.truth_file()
@@ -88,8 +90,28 @@ def build(engine: Engine, settings: Settings, suite_name: str) -> Path:
     return path
 
 
-def _decoded(record: ExecRecord, cell: Path, spec: arms.ArmSpec) -> scip.Index:
-    """The index from a transcript that ended well and kept every byte, or the reason not."""
+def _truth(the_suite: suite.Suite, spec: arms.ArmSpec, record: ExecRecord, cell: Path,
+           tool_version: str, sources: PinnedSources) -> dict[str, Any]:
+    """The truth document from a transcript that ended well and kept every byte, or one
+    error naming the oracle, the document and the reason: the index is hostile input, and
+    whatever it makes the host's decoding or lexing do wrong is the oracle's failure."""
+    _check_ended_well(record, cell, spec)
+    assert spec.oracle is not None
+    try:
+        index = scip.rebased(scip.decode((cell / "stdout").read_bytes()), spec.oracle.root)
+        return truth_document(the_suite, spec, index, record, tool_version, sources.read)
+    except SandbenchError:
+        raise
+    except HostileInput as exc:
+        raise _refused(spec, cell, exc) from exc
+    except Exception as exc:  # noqa: BLE001 - any failure on the index is the oracle's
+        raise _refused(spec, cell, HostileInput(
+            "unprocessable", f"{type(exc).__name__}: {str(exc)[:400]}")) from exc
+
+
+def _check_ended_well(record: ExecRecord, cell: Path, spec: arms.ArmSpec) -> None:
+    """Refuse a transcript that did not end well or lost bytes; the oracle's stderr goes
+    into the error as it is (the error printer escapes it)."""
     stderr_tail = (cell / "stderr").read_bytes()[-600:].decode("utf-8", "replace").strip()
     if record.outcome != "ok":
         raise OracleFailed(f"oracle {spec.name!r} ended {record.outcome} (exit "
@@ -101,21 +123,18 @@ def _decoded(record: ExecRecord, cell: Path, spec: arms.ArmSpec) -> scip.Index:
                            f"than the transcript keeps ({record.stdout.bytes_kept})",
                            fix="index a smaller project (the suite's [oracle] project)",
                            file=str(cell / "stdout"))
-    try:
-        assert spec.oracle is not None
-        return scip.rebased(scip.decode((cell / "stdout").read_bytes()), spec.oracle.root)
-    except scip.ScipDecodeError as exc:
-        raise OracleFailed(f"{cell / 'stdout'}: the index of oracle {spec.name!r} does not "
-                           "decode as SCIP", why=str(exc), file=str(cell / "stdout")) from exc
 
 
-def _source_at_pin(pristine: Path, rel: str) -> str:
-    """A document's text in the pristine copy (at the pin), or one error naming it."""
-    path = pristine / rel
-    if not path.is_file():
-        raise OracleFailed(f"the index names {rel}, which is not a file of the corpus at the "
-                           "pin", file=str(path))
-    return path.read_text(encoding="utf-8", errors="replace")
+def _refused(spec: arms.ArmSpec, cell: Path, exc: HostileInput) -> OracleFailed:
+    """The one error of an index the host refuses: the oracle, the document, the reason."""
+    document = exc.data.get("document")
+    verdict = ("does not decode as SCIP" if exc.kind in ("malformed", "too-large")
+               else f"is refused ({exc.kind})")
+    return OracleFailed(f"{cell / 'stdout'}: the index of oracle {spec.name!r} {verdict}"
+                        + (f", document {document!r}" if document else ""),
+                        why=str(exc), fix=f"see its transcript {cell}; nothing was written",
+                        file=str(cell / "stdout"), oracle=spec.name, kind=exc.kind,
+                        document=document)
 
 
 def _check_edge_tasks(the_suite: suite.Suite, spec: arms.ArmSpec,

@@ -17,7 +17,10 @@ says: the split between type positions and value references never touches the ca
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import accumulate
 
 CONTEXTS = ("plain", "macro-argument", "macro-rules-body", "attribute", "use-tree")
 SHAPES = ("path-call", "method-call", "path-qualifier", "struct-literal", "type-position",
@@ -35,13 +38,19 @@ _EXPR_BEFORE = {"=", "(", ",", "{", "=>", ";", "return", "[", "|", "&", "!", "in
 @dataclass(frozen=True)
 class Source:
     """One file: its text with every comment, string and char literal's content blanked
-    (positions kept, newlines kept), and the context of every byte offset."""
+    (positions kept, newlines kept), and the context of every byte offset.
+
+    The oracle chooses the positions asked about, as many as its index holds: every question
+    costs a logarithm of the file, never a scan of it (whitespace runs and non-ASCII lines are
+    indexed once, each position is classified once)."""
 
     text: str
     code: str  # masked: literals' and comments' characters replaced by spaces
     kinds: bytearray  # per offset: 0 code, 1 comment, 2 literal
     line_starts: tuple[int, ...]
     context_at: tuple[str, ...]
+    classified: dict[int, tuple[str, str]] = field(default_factory=dict, compare=False,
+                                                   repr=False)
 
     @classmethod
     def of(cls, text: str) -> Source:
@@ -51,14 +60,52 @@ class Source:
         return cls(text, code, kinds, tuple(starts), tuple(_contexts(code)))
 
     def offset(self, line: int, character: int) -> int | None:
-        """The offset of a 0-based (line, UTF-8 byte column) position, None past the file."""
+        """The offset of a 0-based (line, UTF-8 byte column) position, None past the file: the
+        characters of the line that end within its first `character` bytes."""
         if line >= len(self.line_starts):
             return None
         start = self.line_starts[line]
         end = self.line_starts[line + 1] - 1 if line + 1 < len(self.line_starts) else len(
             self.text)
-        raw = self.text[start:end].encode("utf-8")[:character]
-        return start + len(raw.decode("utf-8", "ignore"))
+        byte_ends = self._byte_ends(line, start, end)
+        if byte_ends is None:
+            return start + min(character, end - start)
+        return start + bisect_right(byte_ends, character)
+
+    @cached_property
+    def _byte_ends_of(self) -> dict[int, list[int] | None]:
+        return {}
+
+    def _byte_ends(self, line: int, start: int, end: int) -> list[int] | None:
+        """Where each character of a non-ASCII line ends, in UTF-8 bytes (None: ASCII)."""
+        cache = self._byte_ends_of
+        if line not in cache:
+            segment = self.text[start:end]
+            cache[line] = None if segment.isascii() else list(
+                accumulate(len(ch.encode("utf-8")) for ch in segment))
+        return cache[line]
+
+    @cached_property
+    def _blank_runs(self) -> tuple[list[int], list[int]]:
+        """Start and end offsets of every run of whitespace in the masked code."""
+        runs = [m.span() for m in _BLANK.finditer(self.code)]
+        return [a for a, _ in runs], [b for _, b in runs]
+
+    def skip_blank(self, pos: int) -> int:
+        """The first offset at or after `pos` that is not whitespace (or the end)."""
+        starts, ends = self._blank_runs
+        i = bisect_right(starts, pos) - 1
+        return ends[i] if i >= 0 and ends[i] > pos else pos
+
+    def last_non_blank(self, pos: int) -> int:
+        """The last offset before `pos` that is not whitespace, -1 if none."""
+        j = pos - 1
+        starts, ends = self._blank_runs
+        i = bisect_right(starts, j) - 1
+        return starts[i] - 1 if j >= 0 and i >= 0 and ends[i] > j else j
+
+
+_BLANK = re.compile(r"\s+")
 
 
 def _mask(text: str) -> tuple[str, bytearray]:
@@ -174,10 +221,9 @@ def _contexts(code: str) -> list[str]:
     return ctx
 
 
-def _prev_token(code: str, pos: int) -> str:
-    j = pos - 1
-    while j >= 0 and code[j].isspace():
-        j -= 1
+def _prev_token(src: Source, pos: int) -> str:
+    code = src.code
+    j = src.last_non_blank(pos)
     if j < 0:
         return ""
     if code[j].isalnum() or code[j] == "_":
@@ -190,17 +236,12 @@ def _prev_token(code: str, pos: int) -> str:
     return code[j]
 
 
-def _skip_ws(code: str, pos: int) -> int:
-    while pos < len(code) and code[pos].isspace():
-        pos += 1
-    return pos
-
-
-def _skip_turbofish(code: str, pos: int) -> int:
+def _skip_turbofish(src: Source, pos: int) -> int:
     """Past `::<...>` (balanced angle brackets), or pos unchanged."""
+    code = src.code
     if not code.startswith("::", pos):
         return pos
-    j = _skip_ws(code, pos + 2)
+    j = src.skip_blank(pos + 2)
     if j >= len(code) or code[j] != "<":
         return pos
     depth = 0
@@ -210,7 +251,7 @@ def _skip_turbofish(code: str, pos: int) -> int:
         elif code[j] == ">" and code[j - 1] != "-":
             depth -= 1
             if depth == 0:
-                return _skip_ws(code, j + 1)
+                return src.skip_blank(j + 1)
         j += 1
     return pos
 
@@ -230,11 +271,11 @@ def shape(src: Source, at: int) -> tuple[str, str]:
     if m is None:
         return ("whitespace", "") if ch.isspace() else ("operator", "")
     name = m.group(0).removeprefix("r#")
-    after = _skip_ws(code, m.end())
-    before = _prev_token(code, at)
+    after = src.skip_blank(m.end())
+    before = _prev_token(src, at)
     if code.startswith("!", after) and not code.startswith("!=", after):
         return "macro-name", name
-    past = _skip_ws(code, _skip_turbofish(code, after))
+    past = src.skip_blank(_skip_turbofish(src, after))
     if past < len(code) and code[past] == "(":
         return ("method-call" if before == "." else "path-call"), name
     if code.startswith("::", after):
@@ -252,7 +293,9 @@ def classify(src: Source, line: int, character: int) -> tuple[str, str, str]:
     at = src.offset(line, character)
     if at is None:
         return "plain", "whitespace", ""
-    kind, name = shape(src, at)
+    if at not in src.classified:
+        src.classified[at] = shape(src, at)
+    kind, name = src.classified[at]
     context = src.context_at[at] if at < len(src.context_at) else "plain"
     return context, kind, name
 

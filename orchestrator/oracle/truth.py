@@ -16,10 +16,12 @@ truth file, so a reader can check each set against the index it came from.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.oracle import scip
+from orchestrator.untrusted.errors import HostileInput
 
 RULES = {
     "references": "core = every file of the task's language holding an occurrence (definition "
@@ -165,16 +167,22 @@ def target_class(symbol: str, defs: Definitions) -> str:
     return "type" if last == "#" else "other"
 
 
-def rust_sites(index: scip.Index, defs: Definitions, read: Any) -> dict[str, Any]:
+def rust_sites(index: scip.Index, defs: Definitions, read: Callable[[str], str]
+               ) -> dict[str, Any]:
     """The sites, the tests and the universe of the Rust edges family. `read(path)` gives a
-    document's source text at the pin."""
+    document's source text at the pin (orchestrator/oracle/sources.py: never a file outside
+    the pinned tree), or a HostileInput, which is told the document it was for."""
     from orchestrator.oracle import rust_sites as lexer
 
     sites: list[list[Any]] = []
     tests: list[list[Any]] = []
     unindexed: list[list[Any]] = []
     for doc in sorted(index.documents, key=lambda d: d.path):
-        src = lexer.Source.of(read(doc.path))
+        try:
+            src = lexer.Source.of(read(doc.path))
+        except HostileInput as exc:
+            exc.data.setdefault("document", doc.path)
+            raise
         for occ in doc.occurrences:
             if occ.is_definition or not occ.symbol:
                 continue

@@ -22,3 +22,26 @@ TERMINAL_FIELD_CHARS = 4096
 # host quotes is already capped where it is read; this keeps one hostile line from filling
 # the screen.
 TERMINAL_LINE_CHARS = 16384
+
+# -- oracle indexes (oracle/) ------------------------------------------------------------------
+# An oracle's SCIP index is at most one kept transcript (64 MiB). The largest honest index
+# measured (typescript-parity: 12 MB, 516 documents, 166,707 occurrences, 73 bytes each) is far
+# below every bound; a 64 MiB index of minimal occurrences (7 bytes each) is 9.6 M of them,
+# 2.4 GB of host memory and 95 s of decoding before these caps. The decoder descends only into
+# the schema's three known levels (Index > Document > Occurrence, Index > Metadata > ToolInfo)
+# and steps over every other field by its length, so nesting costs nothing and needs no bound.
+
+# Bytes of one varint: protobuf's own maximum (a 64-bit value in 7-bit groups).
+SCIP_VARINT_MAX_BYTES = 10
+# Documents of one index: 190x the largest honest one (516).
+SCIP_MAX_DOCUMENTS = 100_000
+# Occurrences of one index, all documents together: 12x the largest honest one (166,707); an
+# honest index averaging 73 bytes per occurrence cannot hold more than ~920,000 in 64 MiB.
+SCIP_MAX_OCCURRENCES = 2_000_000
+# Numbers in an occurrence's range: SCIP's [line, start, end] or [sl, sc, el, ec].
+SCIP_RANGE_MAX_NUMBERS = 4
+# Bytes of a path the index names (project root, a document's relative path): PATH_MAX.
+SCIP_PATH_MAX_BYTES = 4096
+# Bytes of a symbol, a language or a tool's name or version: the longest honest symbol is a
+# few hundred bytes (a package, a version and a file's path).
+SCIP_TEXT_MAX_BYTES = 65_536
