@@ -109,7 +109,9 @@ def test_every_plot_is_drawn(dom: tuple[str, str]) -> None:
         assert "js-plotly-plot" in re.search(rf'<div id="{pid}"[^>]*>', text).group(0)
         # the title is the page's heading above the plot: it wraps on a narrow screen
         assert re.search(rf'<h3>[^<]+</h3>\s*<div id="{pid}"', text), f"{pid} has no title"
-        assert re.search(r'class="xtitle"[^>]*>[^<]+<', svg), f"{pid} has no x axis title"
+        # a title of two lines is two tspans
+        assert re.search(r'class="xtitle"[^>]*>(<tspan[^>]*>)?[^<]+<', svg), \
+            f"{pid} has no x axis title"
         assert re.search(r'class="ytitle"[^>]*>[^<]+<|class="y2?tick', svg)
     arms, kinds = len(scores["suite"]["arms"]), 4
     correctness = drawn["plot-correctness"]
