@@ -217,11 +217,14 @@ class DevTools:
             os.dup2(to_chrome_r, 3)
             os.dup2(from_chrome_w, 4)
 
-        self.proc = subprocess.Popen(
-            [binary, *[f for f in FLAGS if not f.startswith("--virtual-time")],
-             f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            start_new_session=True, preexec_fn=wire, pass_fds=(3, 4))
+        # Its log goes to a file: a pipe nobody reads would stall it once full.
+        self.log = profile.parent / "chromium.log"
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [binary, *[f for f in FLAGS if not f.startswith("--virtual-time")],
+                 f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                preexec_fn=wire, pass_fds=(3, 4))
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._buffer, self._next, self.events = b"", 0, []
@@ -234,7 +237,6 @@ class DevTools:
         except ProcessLookupError:
             pass
         self.proc.wait(timeout=TIMEOUT_S)
-        self.proc.stderr.close()
 
     def _message(self, deadline: float) -> dict[str, Any]:
         while b"\0" not in self._buffer:
