@@ -36,6 +36,9 @@ VERDICT_COLOURS = {"correct": "#009E73", "partial": "#E69F00", "wrong": "#D55E00
                    "not_attempted": "#7F7F7F", "unscored": "#CFCFCF"}
 ARM_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
                "#000000")
+# A second cue beside colour, so two arms stay apart in grey print and with any colour vision.
+ARM_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "star",
+               "triangle-down", "pentagon")
 PHASE_COLOURS = {"cold": "#0072B2", "warm": "#E69F00"}
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
@@ -53,7 +56,9 @@ main { max-width: 1200px; margin: 0 auto; padding: 1rem 1.5rem 4rem; }
 h1 { font-size: 1.6rem; margin-top: 0.5rem; }
 h2 { font-size: 1.3rem; margin-top: 2.2rem; border-bottom: 1px solid #ddd; }
 h3 { font-size: 1.05rem; margin-top: 1.4rem; }
-pre { background: #f6f6f6; padding: 0.6rem 0.8rem; overflow-x: auto; font-size: 0.85rem; }
+pre { background: #f6f6f6; padding: 0.6rem 0.8rem; font-size: 0.85rem;
+      white-space: pre-wrap; overflow-wrap: anywhere; }
+h1, p, dd, summary, figcaption { overflow-wrap: anywhere; }
 code { font-size: 0.9em; }
 nav ol { columns: 3; font-size: 0.95rem; }
 .table-wrap { overflow-x: auto; margin: 0.6rem 0; }
@@ -64,12 +69,18 @@ th { background: #f0f0f0; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tbody tr:nth-child(even) { background: #fafafa; }
 figure { margin: 1.2rem 0 2rem; }
+figure h3 { margin-bottom: 0.2rem; }
 .plot { width: 100%; }
 figcaption { font-size: 0.9rem; color: #444; max-width: 60rem; }
 details { margin: 0.4rem 0; }
 summary { cursor: pointer; }
 dt { font-weight: 600; margin-top: 0.5rem; }
 dd { margin-left: 1.5rem; }
+@media (max-width: 700px) {
+  main { padding: 0.5rem 0.7rem 3rem; }
+  nav ol { columns: 1; }
+  h1 { font-size: 1.3rem; }
+}
 """.replace("FONT", FONT)
 
 
@@ -109,7 +120,15 @@ def html_table(table: tables.Table) -> str:
 
 
 def _p(text: str) -> str:
-    return f"<p>{_e(text)}</p>"
+    return f"<p>{_e(text)}</p>" if text else ""
+
+
+def shown(table: tables.Table, scores: Mapping[str, Any], keys: int = 2) -> str:
+    """An arm x band table without the rows and columns that carry no information, and the
+    sentence saying what was left out, as in the Markdown document."""
+    trim = tables.trimmed(table, keys)
+    return "\n".join(p for p in (html_table(trim.table) if trim.table[1] else "",
+                                 _p(tables.left_out(trim, scores))) if p)
 
 
 def _pre(text: str) -> str:
@@ -128,13 +147,21 @@ def _section(title: str, *parts: str) -> tuple[str, str]:
 
 # ---- plots ------------------------------------------------------------------------------------
 
-def _layout(title: str, **extra: Any) -> dict[str, Any]:
-    return {"title": {"text": title, "x": 0, "xanchor": "left", "font": {"size": 18}},
-            "template": "plotly_white", "font": {"family": FONT, "size": 13},
-            "margin": {"l": 70, "r": 30, "t": 90, "b": 90},
-            "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom",
-                       "xanchor": "left"},
-            **extra}
+# Under the plot, from the figure's left edge (not the plot area's, which starts after the
+# axis labels): a horizontal legend wraps into rows on a narrow screen instead of running
+# off its right edge, and the tool bar over the plot's top right corner never covers it.
+LEGEND = {"orientation": "h", "xref": "container", "x": 0, "xanchor": "left",
+          "yref": "container", "y": 0, "yanchor": "bottom", "traceorder": "normal"}
+
+
+def _layout(**extra: Any) -> dict[str, Any]:
+    """What every plot shares. Titles are the page's headings (they wrap on a narrow
+    screen; plotly's do not); axes make room for their labels (automargin)."""
+    layout = {"template": "plotly_white", "font": {"family": FONT, "size": 13},
+              "margin": {"l": 10, "r": 20, "t": 40, "b": 10}, "legend": LEGEND, **extra}
+    for axis in ("xaxis", "yaxis"):
+        layout[axis] = {"automargin": True, **layout.get(axis, {})}
+    return layout
 
 
 def correctness_figure(scores: Mapping[str, Any]) -> dict[str, Any]:
@@ -154,11 +181,7 @@ def correctness_figure(scores: Mapping[str, Any]) -> dict[str, Any]:
                      "insidetextanchor": "middle", "textangle": 0,
                      "hovertemplate": "%{y}<br>%{fullData.name}: %{x} tasks<extra></extra>"})
     return {"data": data, "layout": _layout(
-        "Correctness per arm and kind",
         barmode="stack", bargap=0.2, height=max(360, 150 + 30 * len(arms) * len(kinds)),
-        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "xanchor": "left",
-                "traceorder": "normal"},
-        margin={"l": 250, "r": 30, "t": 90, "b": 60},
         xaxis={"title": {"text": "tasks"}, "rangemode": "tozero",
                **({"dtick": 1} if tallest <= 10 else {})},
         yaxis={"title": {"text": ""}, "autorange": "reversed"})}
@@ -166,7 +189,11 @@ def correctness_figure(scores: Mapping[str, Any]) -> dict[str, Any]:
 
 def cost_figure(scores: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Per arm (every kind): median payload tokens per task against the share correct.
-    Returns the figure and the arms it cannot place (no figure for one of the two)."""
+    Returns the figure and the arms it cannot place (no figure for one of the two).
+
+    Arms are told apart by a legend (colour and marker shape), not by labels beside the
+    points: two arms with close figures would print their labels over each other, and
+    where a label would fall depends on the width the page is read at."""
     data, missing = [], []
     for i, arm in enumerate(tables.arms(scores)):
         s = scores["summary"][arm]["all"]
@@ -174,22 +201,21 @@ def cost_figure(scores: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if tokens is None or correct is None:
             missing.append(arm)
             continue
-        data.append({"type": "scatter", "mode": "markers+text", "name": _t(arm), "x": [tokens],
-                     "y": [correct], "text": [_t(arm)], "textposition": "top center",
-                     "textfont": {"size": 13},
-                     "marker": {"size": 16, "color": ARM_COLOURS[i % len(ARM_COLOURS)],
+        data.append({"type": "scatter", "mode": "markers", "name": _t(arm), "x": [tokens],
+                     "y": [correct], "text": [_t(arm)],
+                     "marker": {"size": 14, "color": ARM_COLOURS[i % len(ARM_COLOURS)],
+                                "symbol": ARM_SYMBOLS[i % len(ARM_SYMBOLS)],
                                 "line": {"color": "#ffffff", "width": 1}},
                      "customdata": [[s["graded"], s["cost"]["n"]]],
-                     "hovertemplate": ("%{text}<br>median tokens (proxy): %{x:,.1f}"
+                     "hovertemplate": ("%{text}<br>median tokens (proxy): %{x:,.1~f}"
                                        "<br>share correct: %{y:.2f} of %{customdata[0]} "
                                        "graded<br>tasks with a cost: %{customdata[1]}"
                                        "<extra></extra>")})
     top = max([1, *(d["x"][0] for d in data)])
     return {"data": data, "layout": _layout(
-        "Payload tokens against correctness per arm (every kind)",
-        showlegend=False, height=480,
-        xaxis={"title": {"text": "median payload tokens per task "
-                                 "(proxy: ceil(stdout bytes / 4), not a model's count)"},
+        showlegend=True, height=480,
+        xaxis={"title": {"text": "median payload tokens per task<br>"
+                                 "(proxy: stdout bytes / 4)"},
                "range": [0, top * 1.15], "tickformat": ",d"},
         yaxis={"title": {"text": "share of graded tasks correct"}, "range": [-0.05, 1.12],
                "tickformat": ".0%"})}, missing
@@ -200,13 +226,13 @@ def timing_figure(scores: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]
     that enter no median (no wall time, impossible timing) are left out, as in the tables."""
     samples: dict[str, dict[str, list[tuple[float, str]]]] = {}
     for cell in scores["cells"]:
-        timing = cell["timing"]
+        timing, shown = cell["timing"], tables.outliers_shown(cell)
         for i, s in enumerate((timing or {}).get("samples", [])):
             if s["wall_ns"] is None or "impossible-timing" in s["flags"]:
                 continue
             phase = "cold" if i == 0 else "warm"
             notes = [n for n, on in (("timed out: a lower bound", s["lower_bound"]),
-                                     ("flagged outlier", s["outlier"])) if on]
+                                     ("flagged outlier", s in shown)) if on]
             hover = f"{_t(cell['task'])} REP {s['rep']}" + "".join(f"<br>{n}" for n in notes)
             samples.setdefault(cell["arm"], {"cold": [], "warm": []})[phase].append(
                 (s["wall_ns"] / 1e6, hover))
@@ -216,21 +242,21 @@ def timing_figure(scores: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]
     for phase, label in (("cold", "cold (REP 0)"), ("warm", "warm (REP 1..N)")):
         points = [(_t(tables.arm_label(scores, a)), ms, hover)
                   for a in arms for ms, hover in samples[a][phase]]
-        data.append({"type": "box", "name": label, "offsetgroup": phase,
-                     "x": [p[0] for p in points], "y": [p[1] for p in points],
+        data.append({"type": "box", "name": label, "offsetgroup": phase, "orientation": "h",
+                     "y": [p[0] for p in points], "x": [p[1] for p in points],
                      "text": [p[2] for p in points], "boxpoints": "all", "jitter": 0.5,
                      "pointpos": 0, "marker": {"size": 5, "opacity": 0.55,
                                                "color": PHASE_COLOURS[phase]},
                      "line": {"color": PHASE_COLOURS[phase]},
                      "fillcolor": "rgba(0,0,0,0)",
-                     "hovertemplate": ("%{x}<br>%{text}<br>%{y:,.1f} ms<extra>" + label
+                     "hovertemplate": ("%{y}<br>%{text}<br>%{x:,.1f} ms<extra>" + label
                                        + "</extra>")})
+    # Horizontal boxes: the arms' names are read across, never turned on their side to fit.
     return {"data": data, "layout": _layout(
-        "Cold and warm wall time per arm (every raw sample)",
-        boxmode="group", boxgroupgap=0.3, height=540,
-        xaxis={"title": {"text": "arm"}},
-        yaxis={"title": {"text": "in-container wall time, ms (log scale)"}, "type": "log",
-               "tickvals": log_ticks([y for d in data for y in d["y"]])})}, missing
+        boxmode="group", boxgroupgap=0.3, height=max(360, 160 + 70 * len(arms)),
+        yaxis={"title": {"text": ""}, "autorange": "reversed"},
+        xaxis={"title": {"text": "in-container wall time, ms<br>(log scale)"}, "type": "log",
+               "tickvals": log_ticks([x for d in data for x in d["x"]])})}, missing
 
 
 def log_ticks(values: Sequence[float]) -> list[float]:
@@ -271,8 +297,9 @@ def _plotly_js() -> str:
     return js
 
 
-def _figure(plot_id: str, label: str, caption: str) -> str:
-    return (f'<figure>\n<div id="{plot_id}" class="plot" role="img" aria-label="{_e(label)}">'
+def _figure(plot_id: str, title: str, label: str, caption: str) -> str:
+    return (f"<figure>\n<h3>{_e(title)}</h3>\n"
+            f'<div id="{plot_id}" class="plot" role="img" aria-label="{_e(label)}">'
             f"</div>\n<figcaption>{_e(caption)}</figcaption>\n</figure>")
 
 
@@ -283,16 +310,19 @@ def _plots(scores: Mapping[str, Any]) -> tuple[str, str]:
     timing, timing_missing = timing_figure(scores)
     unit = scores["definitions"]["cost.unit"]
     captions = [
-        ("Correctness per arm and kind, stacked bars",
+        ("Correctness per arm and kind", "Correctness per arm and kind, stacked bars",
          ("Tasks per arm and kind by verdict. Not attempted: the arm declares it cannot "
           "express the kind; unscored: the arm was not run or its guards refused it. The same "
           "counts are in the scorecard table.")),
-        ("Payload tokens against correctness per arm, scatter plot",
+        ("Payload tokens against correctness per arm (every kind)",
+         "Payload tokens against correctness per arm, scatter plot",
          f"One point per arm over every kind: the median payload of a task against the share "
-         f"of its graded tasks that are correct. Cost unit: {unit}."
+         f"of its graded tasks that are correct; the legend names each arm's colour and "
+         f"shape. Cost unit: {unit}."
          + (f" Not plotted, having no figure for one of the two: {', '.join(cost_missing)}."
             if cost_missing else "")),
-        ("Cold and warm wall time per arm, box plots with every sample",
+        ("Cold and warm wall time per arm (every raw sample)",
+         "Cold and warm wall time per arm, box plots with every sample",
          "Every raw sample kept in scores.json, on a log scale: cold is REP 0, the first "
          "invocation after the index build, one per task; warm is REP 1..N. Samples with "
          "impossible timing are left out, as they enter no median; timed-out samples are "
@@ -304,8 +334,8 @@ def _plots(scores: Mapping[str, Any]) -> tuple[str, str]:
         "Plots",
         "<noscript><p>The plots need JavaScript; every figure they show is in the tables "
         "below.</p></noscript>",
-        *(_figure(pid, label, caption)
-          for pid, (label, caption) in zip(PLOT_IDS, captions, strict=True)))[1]
+        *(_figure(pid, title, label, caption)
+          for pid, (title, label, caption) in zip(PLOT_IDS, captions, strict=True)))[1]
     calls = "\n".join(f'Plotly.newPlot("{pid}", {_figure_json(fig)});'
                        for pid, fig in zip(PLOT_IDS, figures, strict=True))
     script = (f"<script>\n{_plotly_js()}\n</script>\n"
@@ -328,6 +358,13 @@ def _task(scores: Mapping[str, Any], task_id: str) -> str:
         _p("Commands, exactly as each arm ran them (REP 0):") if commands else "",
         _pre("\n".join(commands)) if commands else "",
         "</details>"] if p)
+
+
+def outliers(scores: Mapping[str, Any]) -> str:
+    """The flagged samples (with the sample size a flag needs), as in the Markdown."""
+    head, flagged = tables.outliers(scores)
+    listed = "".join(f"<li>{_e(line)}</li>" for line in flagged)
+    return _p(head) + (f"\n<ul>{listed}</ul>" if listed else "")
 
 
 def _definitions(scores: Mapping[str, Any]) -> str:
@@ -356,12 +393,14 @@ def _edges(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
     suite, corpus, manifest = scores["suite"], scores["corpus"], scores["manifest"]
-    attempted_all = not any(scores["arms"][a]["not_attempted"] for a in tables.arms(scores))
+    not_attempted = tables.not_attempted(scores)
+    elsewhere = tables.declared_elsewhere(scores)
+    leaders = tables.leaders_trimmed(scores)
     languages = ", ".join(f"{k} {v}" for k, v in sorted(corpus["languages"].items()))
     changed = manifest["scorer_changed"]
     return [
         _section("Scorecard", _p("Tasks per arm and band (all: every kind)."),
-                 html_table(tables.scorecard(scores))),
+                 shown(tables.scorecard(scores), scores)),
         _section("Corpus and setup cost",
                  _p(f"Corpus {corpus['id']}: {corpus['repo']} @ {corpus['sha']}, "
                     f"{corpus['tracked_files']} tracked files ({languages}). Tree digest of "
@@ -374,26 +413,28 @@ def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
                  _pre("\n\n".join(suite["declarations"][k]
                                   for k in sorted(suite["declarations"])))),
         _section("Not attempted",
-                 _p("Every arm attempts every kind.") if attempted_all else
-                 _p("Excluded from that arm's denominators and counted in its own column."),
-                 "" if attempted_all else html_table(tables.not_attempted(scores))),
+                 _p("Excluded from that arm's denominators and counted in its own column.")
+                 if not_attempted[1] else _p("Every arm attempts every kind."),
+                 html_table(not_attempted) if not_attempted[1] else "",
+                 _p(f"Declarations for kinds this suite has no task of ({', '.join(elsewhere)}) "
+                    "are left out.") if elsewhere else ""),
         _section("Tasks", _p("Every task, with the exact command each arm ran and its "
                              "verdict; open one to see its table. The per-arm notes (files "
                              "missed or outside the truth, rows that do not reach) are in the "
                              "Markdown document beside this page."),
                  *(_task(scores, t) for t in scores["tasks"])),
         *_edges(scores),
-        _section("Correctness", html_table(tables.correctness(scores))),
+        _section("Correctness", shown(tables.correctness(scores), scores)),
         _section("Cost", _p(f"Without a model in the loop: {scores['definitions']['cost.unit']}."),
-                 html_table(tables.cost(scores)),
+                 shown(tables.cost(scores), scores),
                  f"<h3>Paired cost ratio against the baseline ({_e(suite['baseline'])})</h3>",
                  _p(scores["definitions"]["cost"] + "."),
-                 html_table(tables.ratios(scores)) if scores["cost_ratios"] else
+                 shown(tables.ratios(scores), scores) if scores["cost_ratios"] else
                  _p(tables.no_ratio(scores))),
         _section("Wall time", _p(scores["definitions"]["timing"] + "."),
-                 html_table(tables.timing(scores))),
+                 shown(tables.timing(scores), scores), outliers(scores)),
         _section("Follow-up reach and tool calls", _p(scores["definitions"]["reach"] + "."),
-                 html_table(tables.reach(scores))),
+                 shown(tables.reach(scores), scores)),
         _section("Where each tool wrote its state", html_table(tables.state(scores)),
                  _p("Isolation guards, as stored under guards/ARM/:"),
                  html_table(tables.guards(scores))),
@@ -404,8 +445,9 @@ def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
                        "The scorer is the one sealed before the run.")),
                  html_table(tables.manifest(scores))),
         _section("Where peers win", _p("One row per band x metric, every arm's figure beside "
-                                       "the leader's (n/a: no figure)."),
-                 html_table(tables.leaders(scores))),
+                                       "the leader's (n/a: no figure). "
+                                       + tables.leaders_statement(scores)),
+                 _p(tables.leaders_left_out(leaders)), html_table(leaders.table)),
         _section("Definitions", _definitions(scores)),
     ]
 
@@ -430,7 +472,8 @@ def render_html(scores: Mapping[str, Any]) -> str:
            "Rendered by sandbench report from "
            f"scores.json ({scores['schema']}), like the Markdown document beside it, with the "
            "same tables; sandbench report RUN_DIR --check renders both again and compares "
-           "byte for byte. Nothing on this page is fetched from the network."),
+           "byte for byte. Nothing on this page is fetched from the network. "
+           + tables.METHOD_TEXT),
         f'<nav aria-label="Contents"><ol>\n{nav}\n</ol></nav>',
     ]
     body = "\n".join([*intro, *(html for _, html in sections)])

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from orchestrator.report import tables
-from orchestrator.score.environment import LABELS, TOOL
+from orchestrator.score.environment import LABELS
 from orchestrator.untrusted.text import markdown_cell, markdown_code, terminal
 from orchestrator.untrusted.text import markdown_code_span as code
 from orchestrator.untrusted.text import markdown_inline as md
@@ -53,6 +53,15 @@ def disclosure(env: Mapping[str, Any]) -> str:
         else:
             lines.append(f"{label} {markdown_code(env[key])}")
     return fenced("\n".join(lines))
+
+
+def shown(table: tables.Table, scores: Mapping[str, Any], keys: int = 2) -> str:
+    """An arm x band table without the rows and columns that carry no information, and a
+    sentence saying what was left out (`tables.trimmed`)."""
+    trim = tables.trimmed(table, keys)
+    note = tables.left_out(trim, scores)
+    return "\n\n".join(p for p in (md_table(trim.table) if trim.table[1] else "",
+                                    md(note)) if p)
 
 
 def _section(title: str, *parts: str) -> str:
@@ -139,16 +148,8 @@ def _disagreements(scores: Mapping[str, Any]) -> str:
 
 
 def _outliers(scores: Mapping[str, Any]) -> str:
-    flagged = []
-    for c in scores["cells"]:
-        for s in (c["timing"] or {}).get("samples", []):
-            if s["outlier"]:
-                z = "inf" if s["z"] is None else f"{s['z']:.1f}"
-                flagged.append(f"- {md(c['arm'])} / {md(c['task'])} REP {s['rep']}: "
-                               f"{s['wall_ns'] / 1e6:.1f} ms, modified z {z}")
-    if not flagged:
-        return "No sample is flagged as an outlier."
-    return "Flagged outliers (kept in every median):\n\n" + "\n".join(flagged)
+    head, flagged = tables.outliers(scores)
+    return "\n\n".join(p for p in (md(head), "\n".join(f"- {md(f)}" for f in flagged)) if p)
 
 
 def _state_files(scores: Mapping[str, Any]) -> str:
@@ -168,13 +169,13 @@ def _state_files(scores: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def _leaders_text(scores: Mapping[str, Any]) -> str:
-    baseline = scores["suite"]["baseline"]
-    peers_lead = sum(1 for c in scores["leaders"] if any(a != TOOL for a in c["leaders"]))
-    return (f"Generated from the scores, one row per band x metric, every arm's figure beside "
-            f"the leader's (ties name every tied arm; `n/a`: no figure, the arm does not "
-            f"compete in that cell). A peer (any arm but {TOOL}, the baseline {baseline} "
-            f"included) leads or ties {peers_lead} of {len(scores['leaders'])} cells.")
+def _leaders(scores: Mapping[str, Any]) -> str:
+    trim = tables.leaders_trimmed(scores)
+    intro = ("Generated from the scores, one row per band x metric, every arm's figure beside "
+             "the leader's (ties name every tied arm; `n/a`: no figure, the arm does not "
+             f"compete in that cell). {md(tables.leaders_statement(scores))}")
+    return "\n\n".join(p for p in (intro, md(tables.leaders_left_out(trim)),
+                                    md_table(trim.table)) if p)
 
 
 def _declarations(scores: Mapping[str, Any]) -> str:
@@ -186,10 +187,29 @@ def _definitions(scores: Mapping[str, Any]) -> str:
     return "\n".join(f"- **{k}**: {v}" for k, v in sorted(scores["definitions"].items()))
 
 
-def _failure_definitions(scores: Mapping[str, Any]) -> str:
+def _failures(scores: Mapping[str, Any]) -> str:
+    """The failures table without the kinds no cell had and the arms with none, then the
+    definitions of the kinds shown."""
+    trim = tables.trimmed(tables.failures(scores), 1)
+    shown_kinds = {c.split(": ", 1)[1] for c in trim.table[0][1:]}
     defs = scores["definitions"]
-    return "\n".join(f"- `{key.split('.', 1)[1]}`: {defs[key]}" for key in sorted(defs)
-                     if key.startswith(("failure.", "unscored.")))
+    listed = "\n".join(f"- `{key.split('.', 1)[1]}`: {defs[key]}" for key in sorted(defs)
+                       if key.startswith(("failure.", "unscored."))
+                       and key.split(".", 1)[1] in shown_kinds)
+    return "\n\n".join(p for p in (md_table(trim.table) if trim.table[1] else "",
+                                    md(tables.failures_left_out(trim)), listed) if p)
+
+
+def _not_attempted(scores: Mapping[str, Any]) -> str:
+    table = tables.not_attempted(scores)
+    elsewhere = tables.declared_elsewhere(scores)
+    note = (f"Declarations for kinds this suite has no task of ({', '.join(elsewhere)}) are "
+            "left out." if elsewhere else "")
+    if not table[1]:
+        return "\n\n".join(p for p in ("Every arm attempts every kind.", md(note)) if p)
+    return "\n\n".join(p for p in (
+        "Excluded from that arm's denominators and counted in its own column.",
+        md_table(table), md(note)) if p)
 
 
 def _corpus(corpus: Mapping[str, Any]) -> str:
@@ -212,44 +232,39 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
         f"{md(scores['environment']['engine']['version'])}; {tables.exec_path_text(run)}. "
         "Rendered by `sandbench report` from "
         f"`scores.json` ({scores['schema']}); `sandbench report RUN_DIR --check` renders it "
-        "again and compares byte for byte. No part of this document is edited by hand.",
+        "again and compares byte for byte. No part of this document is edited by hand. "
+        + tables.METHOD_TEXT,
         _section("Scorecard", "Tasks per arm and band (`all`: every kind).",
-                 md_table(tables.scorecard(scores))),
+                 shown(tables.scorecard(scores), scores)),
         _section("Failures",
                  "Every cell that failed carries the kind decided when it failed: an exec "
                  "outcome from its record, or a parse error. A failed cell is `wrong`; an "
                  "unscored one (its sandbox or arm never gave the tool a chance) is never "
-                 "counted as the tool's wrong answer.", md_table(tables.failures(scores)),
-                 _failure_definitions(scores)),
+                 "counted as the tool's wrong answer.", _failures(scores)),
         _section("Corpus and setup cost", _corpus(corpus),
                  "Setup cost is separate and never amortised into a per-task figure.",
                  md_table(tables.setup(scores)), scores["definitions"]["setup"] + "."),
         _section("Choices the suite declares",
                  "Where the methodology leaves a choice, the sealed suite declares it; quoted "
                  "from its suite.toml:", _declarations(scores)),
-        _section("Not attempted",
-                 "Excluded from that arm's denominators and counted in its own column."
-                 if any(scores["arms"][a]["not_attempted"] for a in tables.arms(scores))
-                 else "Every arm attempts every kind.",
-                 md_table(tables.not_attempted(scores))
-                 if any(scores["arms"][a]["not_attempted"] for a in tables.arms(scores)) else ""),
+        _section("Not attempted", _not_attempted(scores)),
         _section("Tasks", "Every task, with the exact command each arm ran and its verdict. "
                  "Recall and precision are raw, so a reader can regrade under other bands.",
                  *(_task_section(scores, t) for t in scores["tasks"])),
         *([edges] if (edges := _edges(scores)) else []),
-        _section("Correctness", md_table(tables.correctness(scores))),
+        _section("Correctness", shown(tables.correctness(scores), scores)),
         _section("Cost",
                  f"Without a model in the loop: {scores['definitions']['cost.unit']}. No "
                  "figure here comes from a model's token counter.",
-                 md_table(tables.cost(scores)),
+                 shown(tables.cost(scores), scores),
                  f"### Paired cost ratio against the baseline ({md(suite['baseline'])})",
                  scores["definitions"]["cost"] + ".",
-                 md_table(tables.ratios(scores)) if scores["cost_ratios"] else "",
+                 shown(tables.ratios(scores), scores) if scores["cost_ratios"] else "",
                  _disagreements(scores)),
         _section("Wall time", scores["definitions"]["timing"] + ". Every raw sample is in "
-                 "scores.json.", md_table(tables.timing(scores)), _outliers(scores)),
+                 "scores.json.", shown(tables.timing(scores), scores), _outliers(scores)),
         _section("Follow-up reach and tool calls", scores["definitions"]["reach"] + ".",
-                 md_table(tables.reach(scores))),
+                 shown(tables.reach(scores), scores)),
         _section("Where each tool wrote its state", md_table(tables.state(scores)),
                  _state_files(scores), "Isolation guards, as stored under guards/ARM/:",
                  md_table(tables.guards(scores))),
@@ -260,7 +275,7 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
                     f"{', '.join(md(c) for c in changed)}." if changed else
                     "The scorer is the one sealed before the run."),
                  md_table(tables.manifest(scores))),
-        _section("Where peers win", _leaders_text(scores), md_table(tables.leaders(scores))),
+        _section("Where peers win", _leaders(scores)),
         _section("Definitions", _definitions(scores)),
     ]
     return "\n\n".join(parts).rstrip("\n") + "\n"

@@ -6,20 +6,35 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.kinds import ALL_KINDS
-from orchestrator.score.environment import baseline_gap
+from orchestrator.score.environment import TOOL, baseline_gap
 
 Table = tuple[list[str], list[list[str]]]
+# Where the method is told. Named as a path in sandbench's source tree, not linked: the
+# document lives in RUN_DIR under a bench root that may be anywhere, is read away from any
+# checkout, and a relative link from it would resolve to nothing.
+METHOD_DOC = "docs/methodology.md"
+METHOD_TEXT = (f"The method (task kinds, bands, metrics, disclosure) is described in "
+               f"{METHOD_DOC} in sandbench's source tree.")
 BAND_ORDER = (*ALL_KINDS, "all")
 NA = "n/a"
 COUNT_LABELS = (("correct", "correct"), ("partial", "partial"), ("wrong", "wrong"),
                 ("not_attempted", "not attempted"), ("unscored", "unscored"))
 METRIC_FORMAT = {"correct_share": "share", "recall_median": "share",
-                 "precision_median": "share", "tokens_median": "one", "cold_ms": "one",
-                 "warm_ms": "one", "reach_share": "share", "calls_median": "one",
+                 "precision_median": "share", "tokens_median": "counted", "cold_ms": "one",
+                 "warm_ms": "one", "reach_share": "share", "calls_median": "counted",
                  "install_seconds": "two", "index_seconds": "two", "on_disk_bytes": "int"}
+# What a cell holds when it carries no information: a row or column of nothing else is left
+# out of a table (`trimmed`), and the document says what was left out.
+EMPTY = frozenset({"0", NA, "none"})
+# A modified z-score from a handful of samples means nothing: with 3 warm samples the MAD is
+# the smaller of two distances to the median, so two close samples make any third one an
+# "outlier" (z in the hundreds). Below this many warm samples in its cell, no sample is shown
+# as an outlier; the scorer's z of every sample stays in scores.json.
+MIN_OUTLIER_SAMPLES = 10
 
 
 def share(value: float | None) -> str:
@@ -38,7 +53,15 @@ def integer(value: int | float | None) -> str:
     return NA if value is None else f"{int(value):,}"
 
 
-FORMATTERS = {"share": share, "one": one, "two": two, "int": integer}
+def counted(value: int | float | None) -> str:
+    """A median of counts (tokens, bytes, calls): a whole number, or halfway between two
+    (the median of an even number of them), printed as such: `1,577`, `281.5`."""
+    if value is None:
+        return NA
+    return f"{int(value):,}" if value == int(value) else f"{value:,.1f}"
+
+
+FORMATTERS = {"share": share, "one": one, "two": two, "int": integer, "counted": counted}
 
 
 def bands(scores: Mapping[str, Any]) -> list[str]:
@@ -94,8 +117,8 @@ def cost(scores: Mapping[str, Any]) -> Table:
     for arm in arms(scores):
         for band in bands(scores):
             c = scores["summary"][arm][band]["cost"]
-            rows.append([arm, band, str(c["n"]), one(c["tokens_median"]), one(c["bytes_median"]),
-                         integer(c["bytes_total"])])
+            rows.append([arm, band, str(c["n"]), counted(c["tokens_median"]),
+                         counted(c["bytes_median"]), integer(c["bytes_total"])])
     return columns, rows
 
 
@@ -124,16 +147,54 @@ def no_ratio(scores: Mapping[str, Any]) -> str:
     return "No arm besides the baseline was measured, so there is no ratio."
 
 
+def outliers_shown(cell: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A cell's warm samples flagged as outliers, when the cell has the warm samples a flag
+    needs (MIN_OUTLIER_SAMPLES); none otherwise."""
+    t = cell["timing"]
+    if t is None or t["warm_n"] < MIN_OUTLIER_SAMPLES:
+        return []
+    return [s for s in t["samples"][1:] if s["outlier"]]
+
+
 def timing(scores: Mapping[str, Any]) -> Table:
+    """Cold and warm medians per arm and band; outliers counted only where a cell has the
+    samples to support one (`outliers_shown`)."""
     columns = ["arm", "band", "cold ms (median)", "warm ms (median)", "tasks cold", "tasks warm",
                "outliers flagged"]
     rows = []
     for arm in arms(scores):
         for band in bands(scores):
             t = scores["summary"][arm][band]["timing"]
+            flagged = sum(len(outliers_shown(c)) for c in scores["cells"]
+                          if c["arm"] == arm and band in (c["kind"], "all"))
             rows.append([arm, band, one(t["cold_ms"]), one(t["warm_ms"]), str(t["cold_n"]),
-                         str(t["warm_n"]), str(t["outliers"])])
+                         str(t["warm_n"]), str(flagged)])
     return columns, rows
+
+
+def outliers(scores: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """The sentence on outliers (with the sample size a flag needs) and one line per sample
+    shown as an outlier."""
+    need, most = MIN_OUTLIER_SAMPLES, warm_samples_per_cell(scores)
+    flagged = []
+    for c in scores["cells"]:
+        for s in outliers_shown(c):
+            z = "inf" if s["z"] is None else f"{s['z']:.1f}"
+            flagged.append(f"{c['arm']} / {c['task']} REP {s['rep']}: "
+                           f"{s['wall_ns'] / 1e6:,.1f} ms, modified z {z}")
+    rule = (f"An outlier is shown only in a cell with at least {need} warm samples: from fewer, "
+            "the MAD is set by one or two samples and any z-score is noise.")
+    if most < need:
+        return (f"{rule} No cell here has that many (at most {most}), so no sample is flagged; "
+                "the z-score of every sample is in scores.json."), []
+    if not flagged:
+        return f"{rule} No sample is flagged as an outlier.", []
+    return f"{rule} Flagged outliers (kept in every median):", flagged
+
+
+def warm_samples_per_cell(scores: Mapping[str, Any]) -> int:
+    """The most warm samples any cell has (0 with none)."""
+    return max((c["timing"]["warm_n"] for c in scores["cells"] if c["timing"]), default=0)
 
 
 def reach(scores: Mapping[str, Any]) -> Table:
@@ -146,8 +207,8 @@ def reach(scores: Mapping[str, Any]) -> Table:
             r, calls = s["reach"], s["calls"]
             why = ", ".join(f"{k} {v}" for k, v in r["row_problems"].items()) or "none"
             rows.append([arm, band, str(r["reaches"]), str(r["fails"]), str(r["empty"]),
-                         str(r["unverifiable"]), share(r["share"]), why, one(calls["median"]),
-                         str(calls["total"])])
+                         str(r["unverifiable"]), share(r["share"]), why,
+                         counted(calls["median"]), str(calls["total"])])
     return columns, rows
 
 
@@ -156,9 +217,9 @@ def _break_even(entry: Mapping[str, Any] | None) -> str:
         return "baseline"
     kind = entry["kind"]
     if kind == "after":
-        return f"after {entry['tasks']} tasks"
+        return f"after {entry['tasks']:,} tasks"
     if kind == "ahead-until":
-        return f"ahead until {entry['tasks']} tasks"
+        return f"ahead until {entry['tasks']:,} tasks"
     if kind == "immediate":
         return "immediate"
     if kind == "never":
@@ -190,11 +251,17 @@ def task_summary(scores: Mapping[str, Any], task_id: str
     ran (REP 0): shared by the Markdown and the HTML document."""
     task = scores["tasks"][task_id]
     inputs = "; ".join(f"{k}: \"{' '.join(v.split())}\"" for k, v in task["input"].items())
-    truth = "; ".join(f"{k}: {', '.join(v) if isinstance(v, list) else v or 'none'}"
-                      for k, v in task["truth"].items())
+    truth = "; ".join(f"{k}: {_truth_value(v)}" for k, v in task["truth"].items())
     cells = [c for c in scores["cells"] if c["task"] == task_id]
     commands = [f"{c['arm']}: {shlex.join(c['argv'])}" for c in cells if c["argv"]]
     return f"Input: {inputs}. Truth: {truth}.", cells, commands
+
+
+def _truth_value(value: object) -> str:
+    """A truth entry as words: a list joined, and `none` for an empty one or no value."""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "none"
+    return str(value) if value else "none"
 
 
 def task_cells(scores: Mapping[str, Any], task: str) -> Table:
@@ -259,9 +326,47 @@ def leaders(scores: Mapping[str, Any]) -> Table:
     return columns, rows
 
 
+def leaders_statement(scores: Mapping[str, Any]) -> str:
+    """How often a peer leads or ties the tool, counted only over the cells where the tool
+    has a figure: a count over cells it never competed in would be true of nothing."""
+    cells = scores["leaders"]
+    compared = [c for c in cells if c["values"].get(TOOL) is not None]
+    if not compared:
+        status = scores["arms"][TOOL]["status"] if TOOL in scores["arms"] else "not in the suite"
+        return (f"{TOOL} has no figure in any cell ({status}), so whether a peer leads it "
+                "was not measured: the table compares the other arms with one another.")
+    lead = sum(1 for c in compared if any(a != TOOL for a in c["leaders"]))
+    rest = len(cells) - len(compared)
+    return (f"A peer (any arm but {TOOL}, the baseline {scores['suite']['baseline']} "
+            f"included) leads or ties {lead} of the {len(compared)} cells where {TOOL} has "
+            "a figure" + (f"; in the other {rest} it has none, so they compare only the "
+                          "other arms." if rest else "."))
+
+
+def leaders_trimmed(scores: Mapping[str, Any]) -> Trimmed:
+    """The leaders table without the metrics no arm has a figure for and the arms with no
+    figure in any row (a 0 there is a figure: 0 bytes on disk)."""
+    return trimmed(leaders(scores), 4, frozenset({NA}))
+
+
+def leaders_left_out(trim: Trimmed) -> str:
+    """What `trimmed` left out of the leaders table: metrics no arm has a figure for, arms
+    with no figure in any row."""
+    parts = []
+    if trim.rows:
+        per_band: dict[str, list[str]] = {}
+        for band, label, *_ in trim.rows:
+            per_band.setdefault(band, []).append(label)
+        parts.append("Left out, no arm having a figure: " + "; ".join(
+            f"{band} ({', '.join(labels)})" for band, labels in per_band.items()) + ".")
+    if trim.columns:
+        parts.append(f"Left out, having no figure in any row: {', '.join(trim.columns)}.")
+    return " ".join(parts)
+
+
 def failures(scores: Mapping[str, Any]) -> Table:
     """Failed cells by kind (graded wrong) and unscored cells by kind (not the tool's
-    answer), per arm."""
+    answer), per arm: every kind the scorer knows (`trimmed` leaves out the empty ones)."""
     listed = next(iter(scores["failures"].values()), {})
     failed = sorted(k for k in listed if f"failure.{k}" in scores["definitions"])
     kinds_seen = failed + sorted(k for k in listed if k not in failed)
@@ -272,14 +377,83 @@ def failures(scores: Mapping[str, Any]) -> Table:
     return columns, rows
 
 
+@dataclass(frozen=True)
+class Trimmed:
+    """A table without its rows and columns that carry no information, and what was left
+    out: the key cells of each row, the header of each column."""
+    table: Table
+    rows: list[list[str]]
+    columns: list[str]
+
+
+def trimmed(table: Table, keys: int, empty: frozenset[str] = EMPTY) -> Trimmed:
+    """Leave out every row whose figures (the cells after its `keys` key cells) are all
+    `empty`, then every figure column that is `empty` in each row left."""
+    columns, rows = table
+    kept = [r for r in rows if any(v not in empty for v in r[keys:])]
+    gone = [r[:keys] for r in rows if r not in kept]
+    useful = [i for i in range(len(columns))
+              if i < keys or any(r[i] not in empty for r in kept)]
+    return Trimmed(([columns[i] for i in useful], [[r[i] for i in useful] for r in kept]),
+                   gone, [c for i, c in enumerate(columns) if i not in useful])
+
+
+def left_out(trim: Trimmed, scores: Mapping[str, Any]) -> str:
+    """What `trimmed` left out of an arm x band table, and why, in a sentence ("" when
+    nothing was)."""
+    parts = []
+    if trim.rows:
+        per_arm: dict[str, list[str]] = {}
+        for arm, band in trim.rows:
+            per_arm.setdefault(arm, []).append(band)
+        every = len(bands(scores))
+        groups = [f"{arm} ({'every band' if len(b) == every else ', '.join(b)})"
+                  for arm, b in per_arm.items()]
+        parts.append("Left out, having no figure (no graded task there; the scorecard says "
+                     f"why): {'; '.join(groups)}.")
+    if trim.columns:
+        parts.append("Left out, being 0 or none in every row shown: "
+                     f"{', '.join(trim.columns)}.")
+    return " ".join(parts)
+
+
+def failures_left_out(trim: Trimmed) -> str:
+    """What `trimmed` left out of the failures table, in a sentence."""
+    if not trim.table[1]:
+        return "No cell failed and none is unscored."
+    parts = []
+    if trim.columns:
+        parts.append(f"Left out: the {len(trim.columns)} kinds no cell had (each defined "
+                     "under Definitions)")
+    if trim.rows:
+        arms_listed = ", ".join(r[0] for r in trim.rows)
+        parts.append(f"{'and' if parts else 'Left out:'} the arms with no failed or unscored "
+                     f"cell ({arms_listed})")
+    return " ".join(parts) + "." if parts else ""
+
+
+def suite_kinds(scores: Mapping[str, Any]) -> set[str]:
+    return {t["kind"] for t in scores["tasks"].values()}
+
+
 def not_attempted(scores: Mapping[str, Any]) -> Table:
+    """The kinds each arm declares it cannot express, among the kinds the suite has tasks
+    of (`declared_elsewhere` names the others)."""
     columns = ["arm", "kind", "tasks", "reason (quoted from the tool's docs)", "source"]
     rows = []
     for arm in arms(scores):
         for kind, entry in scores["arms"][arm]["not_attempted"].items():
+            if kind not in suite_kinds(scores):
+                continue
             n = sum(1 for c in scores["cells"] if c["arm"] == arm and c["kind"] == kind)
             rows.append([arm, kind, str(n), f"\"{entry['reason']}\"", entry["source"]])
     return columns, rows
+
+
+def declared_elsewhere(scores: Mapping[str, Any]) -> list[str]:
+    """Kinds some arm declares it cannot express that the suite has no task of."""
+    declared = {k for a in arms(scores) for k in scores["arms"][a]["not_attempted"]}
+    return [k for k in ALL_KINDS if k in declared - suite_kinds(scores)]
 
 
 def manifest(scores: Mapping[str, Any]) -> Table:

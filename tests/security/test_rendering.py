@@ -149,7 +149,7 @@ def test_results_md_holds_no_forged_structure_html_link_or_control(
     def others(document: str) -> list[str]:
         return [line for line in document.split("\n")
                 if not any(mark in line for mark in (ARM, "evil", "plain-name", "bad-"))]
-    assert others(text) == others(honest) and len(others(text)) > 300
+    assert others(text) == others(honest) and len(others(text)) > 250
     assert {c["task"]: c["verdict"] for c in scores["cells"] if c["arm"] == "rg"} == \
         {t: "correct" for t in TASKS}
 
