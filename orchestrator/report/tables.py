@@ -11,6 +11,7 @@ from typing import Any
 
 from orchestrator.kinds import ALL_KINDS
 from orchestrator.score.environment import TOOL, baseline_gap
+from orchestrator.score.timing import MIN_OUTLIER_SAMPLES
 
 Table = tuple[list[str], list[list[str]]]
 # Where the method is told. Named as a path in sandbench's source tree, not linked: the
@@ -30,11 +31,6 @@ METRIC_FORMAT = {"correct_share": "share", "recall_median": "share",
 # What a cell holds when it carries no information: a row or column of nothing else is left
 # out of a table (`trimmed`), and the document says what was left out.
 EMPTY = frozenset({"0", NA, "none"})
-# A modified z-score from a handful of samples means nothing: with 3 warm samples the MAD is
-# the smaller of two distances to the median, so two close samples make any third one an
-# "outlier" (z in the hundreds). Below this many warm samples in its cell, no sample is shown
-# as an outlier; the scorer's z of every sample stays in scores.json.
-MIN_OUTLIER_SAMPLES = 10
 
 
 def share(value: float | None) -> str:
@@ -148,12 +144,10 @@ def no_ratio(scores: Mapping[str, Any]) -> str:
 
 
 def outliers_shown(cell: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A cell's warm samples flagged as outliers, when the cell has the warm samples a flag
-    needs (MIN_OUTLIER_SAMPLES); none otherwise."""
+    """A cell's warm samples the scorer flagged as outliers (only in a cell with the warm
+    samples a flag needs, MIN_OUTLIER_SAMPLES)."""
     t = cell["timing"]
-    if t is None or t["warm_n"] < MIN_OUTLIER_SAMPLES:
-        return []
-    return [s for s in t["samples"][1:] if s["outlier"]]
+    return [] if t is None else [s for s in t["samples"][1:] if s["outlier"]]
 
 
 def timing(scores: Mapping[str, Any]) -> Table:

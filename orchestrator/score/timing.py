@@ -9,7 +9,10 @@ lower bound and is kept in the median (dropping it would flatter the arm), marke
 
 Outliers: a warm sample whose modified z-score |x - median| / (1.4826 * MAD) over the warm
 samples of its own cell exceeds 10. With MAD = 0, any sample off the median is an outlier.
-The cold sample is one per cell: it has no population of its own to be an outlier in.
+Only a cell with at least MIN_OUTLIER_SAMPLES warm samples flags any: with 3 the MAD is the
+smaller of two distances to the median, so two close samples make any third one an "outlier"
+(z in the hundreds). The z of every sample is kept either way. The cold sample is one per
+cell: it has no population of its own to be an outlier in.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from orchestrator.score.numbers import median, r6
 
 MAD_SCALE = Fraction("1.4826")
 OUTLIER_Z = 10
+MIN_OUTLIER_SAMPLES = 10
 NS_PER_MS = 1_000_000
 
 
@@ -57,9 +61,10 @@ def cell_timing(samples: list[dict[str, Any]]) -> dict[str, Any]:
     """Cold and warm for one cell from its samples (REP 0 first); fills z and outlier."""
     cold = samples[0] if samples else None
     warm = [s for s in samples[1:] if trusted(s)]
+    enough = len(warm) >= MIN_OUTLIER_SAMPLES
     for s, z in zip(warm, modified_z([s["wall_ns"] for s in warm]), strict=True):
         s["z"] = r6(z)
-        s["outlier"] = z is None or z > OUTLIER_Z
+        s["outlier"] = enough and (z is None or z > OUTLIER_Z)
     warm_median = median([s["wall_ns"] for s in warm])
     return {"cold_ms": r6(Fraction(cold["wall_ns"], NS_PER_MS)) if cold and trusted(cold)
             else None,
@@ -90,5 +95,6 @@ DEFINITION = ("cold: the in-container wall time of REP 0, the first invocation a
               "build; warm: the median of REP 1..N; per band, the median over tasks of each; "
               "impossible-timing samples are kept and enter no median; timed-out samples are "
               "kept as lower bounds; an outlier is a warm sample whose modified z-score "
-              "|x - median| / (1.4826 MAD) over its cell's warm samples exceeds 10 (flagged, "
-              "never dropped)")
+              "|x - median| / (1.4826 MAD) over its cell's warm samples exceeds 10, in a cell "
+              "of at least 10 warm samples (flagged, never dropped; the z of every sample is "
+              "kept)")

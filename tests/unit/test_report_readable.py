@@ -15,6 +15,7 @@ import pytest
 from orchestrator.report import tables
 from orchestrator.report.html import render_html
 from orchestrator.report.markdown import render_markdown
+from orchestrator.score import timing
 from orchestrator.score.environment import TOOL
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "demo-run" / "scores.json"
@@ -110,17 +111,15 @@ def _with_warm_samples(golden: dict[str, Any], warm: int) -> dict[str, Any]:
 
 def test_outliers_need_a_sample_that_can_support_them(golden: dict[str, Any],
                                                       document: str) -> None:
-    assert tables.MIN_OUTLIER_SAMPLES == 10
+    assert tables.MIN_OUTLIER_SAMPLES == timing.MIN_OUTLIER_SAMPLES == 10
     wall = _section(document, "Wall time")
     assert "An outlier is shown only in a cell with at least 10 warm samples" in wall
     assert "No cell here has that many (at most 3), so no sample is flagged" in wall
     assert "Flagged outliers" not in wall and "outliers flagged." in wall  # named as left out
     assert sum(len(tables.outliers_shown(c)) for c in golden["cells"]) == 0
-    assert any(s["outlier"] for c in golden["cells"] if c["timing"]
-               for s in c["timing"]["samples"])  # the scorer's flags, not shown
+    assert not any(s["outlier"] for c in golden["cells"] if c["timing"]
+                   for s in c["timing"]["samples"])  # nor in scores.json
 
-    few = _with_warm_samples(golden, tables.MIN_OUTLIER_SAMPLES - 1)
-    assert sum(len(tables.outliers_shown(c)) for c in few["cells"]) == 0
     enough = _with_warm_samples(golden, tables.MIN_OUTLIER_SAMPLES)
     assert sum(len(tables.outliers_shown(c)) for c in enough["cells"]) == 1
     wall = _section(render_markdown(enough), "Wall time")

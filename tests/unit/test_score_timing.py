@@ -28,9 +28,22 @@ def test_cold_and_warm_and_every_sample_kept() -> None:
     cell = timing.cell_timing([s(0, 90_000_000), s(1, 10_000_000), s(2, 12_000_000),
                                s(3, 500_000_000)])
     assert cell["cold_ms"] == 90.0
-    assert cell["warm_ms"] == 12.0  # median of 10, 12, 500: the outlier stays in
-    assert [x["outlier"] for x in cell["samples"]] == [False, False, False, True]
-    assert cell["outliers"] == 1 and len(cell["samples"]) == 4
+    assert cell["warm_ms"] == 12.0  # median of 10, 12, 500: the far sample stays in
+    # three warm samples cannot support a flag: every z is kept, none is an outlier
+    assert [x["outlier"] for x in cell["samples"]] == [False] * 4
+    assert cell["samples"][3]["z"] is not None and cell["samples"][3]["z"] > timing.OUTLIER_Z
+    assert cell["outliers"] == 0 and len(cell["samples"]) == 4
+
+
+def test_outliers_are_flagged_only_from_enough_warm_samples() -> None:
+    def far_last(warm: int) -> dict:
+        near = [s(rep, 10_000_000 + rep) for rep in range(1, warm)]
+        return timing.cell_timing([s(0, 90_000_000), *near, s(warm, 500_000_000)])
+    few = far_last(timing.MIN_OUTLIER_SAMPLES - 1)
+    assert few["outliers"] == 0 and not few["samples"][-1]["outlier"]
+    enough = far_last(timing.MIN_OUTLIER_SAMPLES)
+    assert enough["outliers"] == 1 and enough["samples"][-1]["outlier"]
+    assert [x["outlier"] for x in enough["samples"][:-1]] == [False] * timing.MIN_OUTLIER_SAMPLES
 
 
 def test_an_impossible_sample_enters_no_median_but_is_kept() -> None:
