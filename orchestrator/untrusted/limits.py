@@ -9,6 +9,10 @@ from __future__ import annotations
 
 # -- names and paths (paths.py) ---------------------------------------------------------------
 
+# Bytes of one relative name a tool chose (a document, an answer's path, a file under /state):
+# Linux's PATH_MAX; no path a real tool writes or names is longer.
+PATH_MAX_BYTES = 4096
+
 # -- walks and reads of state, out and corpus copies (walk.py) ------------------------------
 
 # -- decoding: JSON, integers, frames (decode.py) ---------------------------------------------
@@ -42,6 +46,10 @@ SCIP_MAX_OCCURRENCES = 2_000_000
 SCIP_RANGE_MAX_NUMBERS = 4
 # Bytes of a path the index names (project root, a document's relative path): PATH_MAX.
 SCIP_PATH_MAX_BYTES = 4096
+# Bytes of one source file at the pin read because an index named it (the pristine copy's, a
+# file git tracks): 64x the largest source file of the registered corpora (~1 MB); a truth
+# holds every line of it in memory.
+PINNED_SOURCE_MAX_BYTES = 64 << 20
 # Bytes of a symbol, a language or a tool's name or version: the longest honest symbol is a
 # few hundred bytes (a package, a version and a file's path).
 SCIP_TEXT_MAX_BYTES = 65_536
