@@ -10,7 +10,7 @@ Layout of a run directory (everything later stages read; nothing else is needed)
     arms/ARM/state.json              what the arm wrote: corpus-copy changes, state files
     work/ARM/{corpus,state,out}.ext4 the arm's private, size-bounded file systems, mounted at
                                      work/ARM/{corpus,state,out} only during the run
-    pin-lines.json                   line counts at the pin, read from an arm's copy (reach)
+    pin-lines.json                   line counts at the pin, read from the pristine copy
     log.jsonl                        structured log
 
 Every arm's sandbox is made and verified before the first measured command of any arm, so no
@@ -291,6 +291,7 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
                         members)
     with _status_on_failure(r, data):
         _write_run_json(r, data)
+        _save_pin_lines(r)
         if members:
             _place_and_prepare(r, data, on_refused)
         for a in the_plan.available:
@@ -674,7 +675,6 @@ def _run_arm(r: _Run, p: _Prepared) -> dict[str, Any]:
         sync_filesystem(r.run_dir)
         summary = {"state_bytes": _disclose_state(r, p.arm, p.before, p.snapshot(r, "corpus"),
                                                   p.snapshot(r, "state"))}
-        _save_pin_lines(r, p.arm)
     return summary
 
 
@@ -759,23 +759,13 @@ def _disclose_state(r: _Run, a: ArmPlan, before: corpus.Snapshot, after: corpus.
     return disclosure["state_bytes"] + disclosure["corpus_added_bytes"]
 
 
-def _save_pin_lines(r: _Run, a: ArmPlan) -> None:
-    """The line index reach is scored against, read (and verified object by object) from the
-    arm's copy while it is still mounted: the scorer never mounts the file systems."""
+def _save_pin_lines(r: _Run) -> None:
+    """The line index reach is scored against, read (and verified object by object) from
+    the pristine copy, never from an arm's copy (git there would run what the arm wrote
+    into its `.git`): the scorer then reads RUN_DIR/pin-lines.json alone."""
     path = r.run_dir / pinlines.PIN_LINES
     if path.is_file():
         return
-    if r.member(a.name).host is not None:
-        # The copy is on another host, read back equal to the pristine one: the index is
-        # read, object by object, from the pristine copy here.
-        try:
-            files = pinlines.index_from_copy(r.pristine, r.pin.sha)
-        except Exception as why:  # noqa: BLE001 - pinlines' own "unverified": reach says so
-            logger.warning("reach.pristine_unverified", why=str(why))
-            return
-        atomic_write_text(path, pinlines.pin_lines_text(
-            pinlines.LineIndex(r.pin.sha, files, f"corpus/{r.pin.id} (pristine)")))
-        return
-    index = pinlines.load_index(r.run_dir, [a.name], r.pin.sha)
-    if index.source == f"work/{a.name}/corpus":  # else unverifiable, and the scorer says so
+    index = pinlines.load_index(r.run_dir, r.pin.sha, r.pristine)
+    if index.available:  # else unverifiable, and the scorer says so
         atomic_write_text(path, pinlines.pin_lines_text(index))
