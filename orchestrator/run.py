@@ -7,7 +7,8 @@ Layout of a run directory (everything later stages read; nothing else is needed)
     guards/ARM/                      policy, inspect and probe snapshots, verdict
     cells/ARM/_setup/                the index build's transcript (when the arm has one)
     cells/ARM/TASK/REP/              stdout, stderr, record.json (REP 0 = cold, 1..N warm)
-    arms/ARM/state.json              what the arm wrote: corpus-copy changes, state files
+    arms/ARM/state.json              what the arm wrote: corpus-copy changes, state and out
+                                     files, where each listing was cut
     work/ARM/{corpus,state,out}.ext4 the arm's private, size-bounded file systems, mounted at
                                      work/ARM/{corpus,state,out} only during the run
     pin-lines.json                   line counts at the pin, read from the pristine copy
@@ -46,6 +47,7 @@ from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import DOCKER_EXEC, EXEC_PATHS, RESIDENT, default_user, for_arm
 from orchestrator.settings import Settings
 from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record, streams_intact
+from orchestrator.untrusted import walk
 
 RUN_SCHEMA = "sandbench.run/1"
 SETUP_CELL = "_setup"
@@ -532,7 +534,7 @@ def _prepare_work(r: _Run, a: ArmPlan, work: Path, kept: bool) -> corpus.Snapsho
     already had when its file systems were kept."""
     if kept:
         return _load_snapshot(_corpus_before(r, a))
-    corpus.make_arm_copy(r.pristine, work / "corpus", r.pin)
+    corpus.make_arm_copy(r.pristine, work / "corpus", r.pin, owner=default_user())
     return _save_corpus_before(r, a, corpus.snapshot(work / "corpus"))
 
 
@@ -563,7 +565,7 @@ def _portable(snap: corpus.Snapshot) -> corpus.Snapshot:
     """Paths as JSON can hold them: a name that is not UTF-8 (a tool may write one) keeps
     its undecodable bytes as \\xNN escapes, the same way on every side of a comparison."""
     return corpus.Snapshot({os.fsencode(p).decode("utf-8", "backslashreplace"): e
-                            for p, e in snap.entries.items()})
+                            for p, e in snap.entries.items()}, snap.cuts)
 
 
 def _load_snapshot(path: Path) -> corpus.Snapshot:
@@ -674,7 +676,7 @@ def _run_arm(r: _Run, p: _Prepared) -> dict[str, Any]:
         p.box.remove()
         sync_filesystem(r.run_dir)
         summary = {"state_bytes": _disclose_state(r, p.arm, p.before, p.snapshot(r, "corpus"),
-                                                  p.snapshot(r, "state"))}
+                                                  p.snapshot(r, "state"), p.snapshot(r, "out"))}
     return summary
 
 
@@ -743,9 +745,10 @@ def _run_mcp_cells(r: _Run, a: ArmPlan, box: Sandbox, cells: Path,
 
 
 def _disclose_state(r: _Run, a: ArmPlan, before: corpus.Snapshot, after: corpus.Snapshot,
-                    state: corpus.Snapshot) -> int:
+                    state: corpus.Snapshot, out: corpus.Snapshot) -> int:
     """arms/ARM/state.json: what the arm changed in its corpus copy and wrote to its state
-    dir; returns the bytes it added."""
+    and out dirs, complete up to the walk's bounds, and where each listing was cut (null
+    when complete); returns the bytes it added."""
     changed = corpus.changes(before, after)
     disclosure = {
         "corpus_changes": [{"path": c.path, "status": c.status, "kind": c.kind,
@@ -754,6 +757,13 @@ def _disclose_state(r: _Run, a: ArmPlan, before: corpus.Snapshot, after: corpus.
         "state_files": sorted([p, e.size] for p, e in state.entries.items() if e.kind == "file"),
         "state_bytes": sum(e.size for e in state.entries.values() if e.kind == "file"),
         "corpus_added_bytes": sum(max(c.size_after - c.size_before, 0) for c in changed),
+        "out_files": sorted([p, e.size] for p, e in out.entries.items() if e.kind == "file"),
+        "out_bytes": sum(e.size for e in out.entries.values() if e.kind == "file"),
+        "corpus_cut": after.cut_json(), "state_cut": state.cut_json(), "out_cut": out.cut_json(),
+        # Files with holes, digested by their allocated extents (their size is apparent).
+        "sparse_files": {name: sorted(p for p, e in snap.entries.items()
+                                      if e.digest.startswith(walk.SPARSE_PREFIX))
+                         for name, snap in (("corpus", after), ("state", state), ("out", out))},
     }
     atomic_write_json(r.run_dir / "arms" / a.name / "state.json", disclosure)
     return disclosure["state_bytes"] + disclosure["corpus_added_bytes"]

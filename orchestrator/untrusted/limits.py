@@ -14,6 +14,22 @@ from __future__ import annotations
 PATH_MAX_BYTES = 4096
 
 # -- walks and reads of state, out and corpus copies (walk.py) ------------------------------
+# A walk holds two descriptors per level and one Entry (~300 bytes) per path in memory; what it
+# reads is also bounded by the size of the file system it walks (the arm's declared
+# state_mib, out_mib and corpus size), which these caps sit above for any honest tool.
+
+# Levels below the root a listing descends: a real tree (a node_modules, a .git) is under 40
+# deep; 256 levels keep at most ~514 descriptors open.
+WALK_MAX_DEPTH = 256
+# Entries one listing holds: 2x the largest registered corpus copy with its .git (~450,000);
+# ~300 MB of host memory at most.
+WALK_MAX_ENTRIES = 1_000_000
+# Bytes of relative names one listing holds: 256 bytes on average for the entry cap, where a
+# real tree averages under 80.
+WALK_MAX_PATH_BYTES = 256 << 20
+# Bytes one listing reads to digest files (allocated extents only, so holes cost nothing):
+# above any file system an arm is given by default, and ~5 minutes of sha256 on one core.
+WALK_MAX_READ_BYTES = 64 << 30
 
 # -- decoding: JSON, integers, frames (decode.py) ---------------------------------------------
 

@@ -77,7 +77,7 @@ def _walk_down(root: Path | int, names: list[str], path: str, create: bool = Fal
         raise _escape(f"the root {root} does not open as a directory ({_errno_name(exc)})",
                       path=path) from exc
     try:
-        for part in names:
+        for index, part in enumerate(names):
             if create:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o755, dir_fd=fd)
@@ -87,7 +87,7 @@ def _walk_down(root: Path | int, names: list[str], path: str, create: bool = Fal
                 raise HostileInput(_refused_kind(fd, part), f"{part!r} of {path!r} under "
                                    f"{root} does not open as a directory without following a "
                                    f"link ({_errno_name(exc)})", path=path,
-                                   component=part) from exc
+                                   at="/".join(names[:index + 1])) from exc
             os.close(fd)
             fd = inner
     except BaseException:

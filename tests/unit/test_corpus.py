@@ -369,7 +369,7 @@ def test_arm_copies_are_independent_of_the_pristine_and_of_each_other(
     for copy in (a, b):
         assert_clean_pristine(copy, upstream)
         assert not (copy / ".git" / "objects" / "info" / "alternates").exists()
-        corpus.verify_arm_copy(copy, pin)
+        corpus.verify_arm_copy(copy, pristine, pin)
     (a / "src" / "Order.cs").write_text("class Order { int edited; }\n")
     (a / ".git" / "tool-index.db").write_bytes(b"\0" * 64)
     git("-c", "core.hooksPath=/dev/null", "commit", "-qam", "arm state", cwd=a)
@@ -423,7 +423,7 @@ def test_a_worktree_of_another_clone_is_refused(fetched, tmp_path: Path) -> None
     copy = corpus.make_arm_copy(pristine, tmp_path / "a", pin)
     git("worktree", "add", "-q", "--detach", str(tmp_path / "wt"), "HEAD", cwd=copy)
     with pytest.raises(SandbenchError) as info:
-        corpus.verify_arm_copy(tmp_path / "wt", pin)
+        corpus.verify_arm_copy(tmp_path / "wt", pristine, pin)
     assert "git dir: expected a .git directory of its own, found a file" in info.value.why
 
 
@@ -446,7 +446,7 @@ def test_an_empty_mount_point_takes_the_copy_and_is_emptied_when_refused(
     point = tmp_path / "corpus"
     point.mkdir()
     assert corpus.make_arm_copy(pristine, point, pin) == point
-    corpus.verify_arm_copy(point, pin)
+    corpus.verify_arm_copy(point, pristine, pin)
     refused = tmp_path / "refused"
     refused.mkdir()
     with pytest.raises(SandbenchError, match="refused"):
