@@ -26,7 +26,6 @@ from __future__ import annotations
 import errno
 import os
 import platform
-import shutil
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -508,8 +507,7 @@ class SandboxLost(SandbenchError):
 
 def _fresh(cell: Path) -> Path:
     """A cell directory without a record is an unfinished one: start it again from empty."""
-    if cell.exists():
-        shutil.rmtree(cell)
+    walk.remove_tree(cell)
     return cell
 
 
@@ -632,7 +630,7 @@ def _prepare_arm(r: _Run, a: ArmPlan) -> _Prepared:
         # What the set-up built lived on file systems that are made anew (the arm moved to
         # another engine, or they were lost): it runs again before any missing cell.
         logger.info("setup_again", arm=a.name, engine=r.placement[a.name])
-        shutil.rmtree(setup)
+        walk.remove_tree(setup)
     member = r.member(a.name)
     host = member.host
     volumes = None
