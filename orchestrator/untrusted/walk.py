@@ -238,7 +238,10 @@ def remove_tree(path: Path) -> None:
     """Remove `path` and everything under it, however deep, never following a link: one
     directory descriptor open at a time, going down by name and back up by `..` checked
     against the directory it came from (no recursion, no path longer than one name)."""
-    parent = os.open(path.parent, os.O_RDONLY | os.O_CLOEXEC | os.O_DIRECTORY)
+    try:
+        parent = os.open(path.parent, os.O_RDONLY | os.O_CLOEXEC | os.O_DIRECTORY)
+    except FileNotFoundError:
+        return  # nothing there: nothing to remove
     try:
         try:
             st = os.stat(path.name, dir_fd=parent, follow_symlinks=False)

@@ -2,7 +2,7 @@
 (the probe image, each attack a short Python script):
 
 - a git-config arm: its corpus copy's `.git` gets a config with many routes to a command
-  (fsmonitor, sshCommand, a promisor remote's uploadpack with every pack deleted, include.path
+  (fsmonitor, sshCommand, a promisor remote's uploadpack with every object deleted, include.path
   to a pager and an alias, filter and textconv drivers, a credential helper, hooks in
   .git/hooks and in a core.hooksPath of its own), each command writing a marker file on the
   host if it ever ran there: none exists after the run, the scoring and an audit, and rg's
@@ -59,7 +59,7 @@ with open(G + '/config', 'w') as f:
             '\\tfsmonitor = touch ' + M + '-fsmonitor; echo\\n'
             '\\tsshCommand = touch ' + M + '-ssh\\n'
             '\\thooksPath = ' + G + '/h\\n'
-            '[remote "origin"]\\n\\turl = /corpus\\n\\tpromisor = true\\n'
+            '[remote "origin"]\\n\\turl = ssh://sandbench.invalid/x\\n\\tpromisor = true\\n'
             '\\tuploadpack = touch ' + M + '-uploadpack; exit 1; echo\\n'
             '[extensions]\\n\\tpartialClone = origin\\n'
             '[include]\\n\\tpath = ' + G + '/extra.cfg\\n'
@@ -69,7 +69,11 @@ with open(G + '/config', 'w') as f:
             '[credential]\\n\\thelper = !touch ' + M + '-credential\\n')
 with open('/corpus/.gitattributes', 'w') as f:
     f.write('* filter=x diff=x\\n')
-shutil.rmtree(G + '/objects/pack', ignore_errors=True)
+for name in os.listdir(G + '/objects'):
+    if name != 'info':
+        shutil.rmtree(G + '/objects/' + name, ignore_errors=True)
+if os.path.exists(G + '/shallow'):
+    os.unlink(G + '/shallow')
 print('planted', file=sys.stderr)
 """
 
@@ -193,9 +197,10 @@ def _state(run_dir: Path, arm: str) -> dict[str, Any]:
     return json.loads((run_dir / "arms" / arm / "state.json").read_text())
 
 
-def _rows(run_dir: Path, arm: str) -> dict[str, bytes]:
+def _rows(run_dir: Path, arm: str) -> dict[str, list[bytes]]:
+    """Each cell's rows, sorted (rg prints them in the order its threads find them)."""
     cells = run_dir / "cells" / arm
-    return {str(p.parent.relative_to(cells)): p.read_bytes()
+    return {str(p.parent.relative_to(cells)): sorted(p.read_bytes().splitlines())
             for p in sorted(cells.glob("*/*/stdout"))}
 
 
@@ -205,7 +210,7 @@ def test_no_git_config_route_runs_a_command_on_the_host(project: Project,
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
     changes = {c["path"] for c in _state(run_dir, "h-gitcfg")["corpus_changes"]}
     assert {".git/config", ".gitattributes", ".git/h/post-checkout"} <= changes  # planted
-    assert any(p.startswith(".git/objects/pack") for p in changes)
+    assert any(p.startswith(".git/objects/") for p in changes)  # every object gone
     assert sorted(p.name for p in project.markers.iterdir()) == []
     index = json.loads((run_dir / pinlines.PIN_LINES).read_text())
     assert index["source"] == pinlines.PRISTINE and index["files"]
