@@ -151,7 +151,8 @@ def snapshot_of_archive(chunks: Iterable[bytes]) -> Snapshot:
             mode = stat.S_IMODE(member.mode)
             if member.issym():
                 target = os.fsencode(member.linkname)
-                entries[rel] = Entry("symlink", mode, len(target), hashlib.sha256(target).hexdigest())
+                entries[rel] = Entry("symlink", mode, len(target),
+                                     hashlib.sha256(target).hexdigest())
             elif member.isdir():
                 entries[rel] = Entry("dir", mode, 0, "")
             elif member.islnk():  # a hard link to a file already listed: the same content

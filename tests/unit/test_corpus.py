@@ -512,3 +512,22 @@ def test_a_tree_read_back_from_its_archive_has_the_snapshot_of_the_tree(tmp_path
         read = snapshot_of_archive(data[i:i + cut] for i in range(0, len(data), cut))
         assert read == snapshot(root)
     assert read.entries["pipe"].kind == "other" and read.entries["again.rs"].kind == "file"
+
+
+def test_verifying_a_copy_runs_no_git_there(fetched, tmp_path: Path) -> None:
+    """An arm owns its copy's .git: verification reads files only, so a config or hook it
+    planted never runs, and the planted files are named."""
+    pin, pristine = fetched
+    copy = corpus.make_arm_copy(pristine, tmp_path / "a", pin)
+    marker = tmp_path / "marker"
+    with open(copy / ".git" / "config", "a") as fh:
+        fh.write(f"[core]\n\tfsmonitor = touch {marker}-fsmonitor; echo\n"
+                 f"\tpager = touch {marker}-pager\n\thooksPath = {copy / '.git' / 'h'}\n")
+    (copy / ".git" / "h").mkdir()
+    for hook in ("post-index-change", "reference-transaction"):
+        (copy / ".git" / "h" / hook).write_text(f"#!/bin/sh\ntouch {marker}-{hook}\n")
+        (copy / ".git" / "h" / hook).chmod(0o755)
+    with pytest.raises(SandbenchError, match="refused") as info:
+        corpus.verify_arm_copy(copy, pristine, pin)
+    assert ".git/config" in info.value.why and ".git/h" in info.value.why
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("marker")) == []
