@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import zlib
 from dataclasses import dataclass
@@ -136,7 +137,9 @@ def test_an_arm_copy_in_the_run_dir_is_never_read(tmp_path: Path) -> None:
     git runs there at all; the index comes from the pristine copy or pin-lines.json."""
     run_dir, marker = tmp_path / "run", tmp_path / "marker"
     copy = run_dir / "work" / "arm" / "corpus"
-    sha = _repo(copy)
+    pristine = tmp_path / "pristine"
+    sha = _repo(pristine)
+    shutil.copytree(pristine, copy, symlinks=True)
     hooks = copy / ".git" / "hooks-x"
     hooks.mkdir()
     for hook in ("post-checkout", "pre-commit", "reference-transaction", "post-index-change"):
@@ -147,8 +150,6 @@ def test_an_arm_copy_in_the_run_dir_is_never_read(tmp_path: Path) -> None:
         marker=marker, hooks=hooks, include=copy / ".git" / "extra.cfg"))
     (copy / ".gitattributes").write_text("* filter=x\n")
     assert not pinlines.load_index(run_dir, sha).available
-    pristine = tmp_path / "pristine"
-    assert _repo(pristine) == sha
     index = pinlines.load_index(run_dir, sha, pristine)
     assert index.source == pinlines.PRISTINE and index.files == {"d/x.txt": 3, "top.txt": 1}
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("marker")) == []
