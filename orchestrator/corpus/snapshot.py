@@ -131,7 +131,8 @@ def snapshot_of_archive(chunks: Iterable[bytes]) -> Snapshot:
     """What `snapshot` gives for a tree, from the tar an engine makes of it (`PATH/.`, so
     names are `.` and `./REL`): a copy on another host is described by what that host holds,
     read as it streams and never written here. Bounded as `snapshot` is: entries, depth and
-    bytes digested (a file past the read budget is listed by size, its digest `unread`)."""
+    bytes read (the file past the read budget is listed by size, its digest `unread`, and
+    the listing stops there: a tar spells out a sparse file's holes)."""
     bounds = walk.Bounds()
     entries: dict[str, Entry] = {}
     cuts: dict[str, Cut] = {}
@@ -163,9 +164,11 @@ def snapshot_of_archive(chunks: Iterable[bytes]) -> Snapshot:
                 entries[rel] = Entry("file", mode, linked.size, linked.digest)
             elif member.isreg():
                 if member.size > budget:
+                    # A tar holds a sparse file's holes as bytes: stop reading the stream
+                    # here rather than pull the rest through (1 TiB of zeros, say).
                     cuts.setdefault("read-bytes", Cut("read-bytes", bounds.read_bytes, rel))
                     entries[rel] = Entry("file", mode, member.size, walk.UNREAD)
-                    continue
+                    break
                 budget -= member.size
                 fh = archive.extractfile(member)
                 assert fh is not None

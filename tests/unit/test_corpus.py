@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -531,3 +532,25 @@ def test_verifying_a_copy_runs_no_git_there(fetched, tmp_path: Path) -> None:
         corpus.verify_arm_copy(copy, pristine, pin)
     assert ".git/config" in info.value.why and ".git/h" in info.value.why
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("marker")) == []
+
+
+def test_an_archive_stops_at_a_member_past_the_read_budget() -> None:
+    """A remote engine's tar spells out a sparse file's holes: a 1 TiB member is listed by
+    its size and the stream is not read further (here it does not even hold the bytes)."""
+    import io
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        small = tarfile.TarInfo("./small")
+        small.size = 2
+        archive.addfile(small, io.BytesIO(b"ok"))
+    huge = tarfile.TarInfo("./huge")
+    huge.size = 1 << 40
+    header = huge.tobuf(tarfile.PAX_FORMAT)
+    data = out.getvalue().rstrip(b"\0")
+    data = data + b"\0" * (-len(data) % 512) + header
+    found = corpus.snapshot_of_archive([data])
+    assert found.entries["small"].digest == hashlib.sha256(b"ok").hexdigest()
+    assert found.entries["huge"].size == 1 << 40 and found.entries["huge"].digest == "unread"
+    assert [c.guard for c in found.cuts] == ["read-bytes"]
