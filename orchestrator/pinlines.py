@@ -1,35 +1,31 @@
 """The line index of a corpus at its pin: the line count of every file tracked at the pinned
 commit, which follow-up reach checks a row's line against (`orchestrator/score/reach.py`).
 
-The run saves it while an arm's corpus copy is still mounted; the scorer reads it back and
-never mounts anything. It comes from, in order:
-
-1. an arm's own corpus copy under `RUN_DIR/work/ARM/corpus/`, read through git at the pinned
-   sha. The arm could write to that copy, its object store included, so every object read is
-   verified against its id, from the pinned commit down through every tree to every blob: a
-   copy whose objects do not hash to the pin is skipped. The index is then saved as
-   `RUN_DIR/pin-lines.json`, so the run directory scores the same after `work/` is deleted;
-2. `RUN_DIR/pin-lines.json`, when no verifiable copy is left;
-3. neither: nothing is known, and reach says so.
+It is read from the PRISTINE copy, never from an arm's: the arm owned its copy's `.git`,
+config, hooks and object store included, and git run there would run what the arm put in
+them, as root. The pristine copy is the host's own, verified at the pin before the run and
+proved unchanged after it. The run saves the index as `RUN_DIR/pin-lines.json`; the scorer
+reads only that file and never reads the corpus store. Every object read is checked against
+its id, from the pinned commit down through every tree to every blob. With no index saved,
+nothing is known, and reach says so.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import log
-from orchestrator.errors import InputError
+from orchestrator.corpus.git import GIT_DIR, Git, clean_git
+from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import canonical_json
 
 PIN_LINES = "pin-lines.json"
 PIN_LINES_SCHEMA = "sandbench.pin-lines/1"
+PRISTINE = "pristine"  # the source of an index read from the pristine copy
 
 logger = log.get(__name__)
 
@@ -40,7 +36,7 @@ class LineIndex:
 
     corpus_sha: str
     files: dict[str, int] | None
-    source: str | None = None  # where it came from: work/ARM/corpus or pin-lines.json
+    source: str | None = None  # where it came from: pristine or pin-lines.json
 
     @property
     def available(self) -> bool:
@@ -57,23 +53,14 @@ class _Unverified(Exception):
     pass
 
 
-def _git_env(home: str) -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", os.defpath), "HOME": home, "LC_ALL": "C",
-            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_NO_REPLACE_OBJECTS": "1", "GIT_TERMINAL_PROMPT": "0",
-            "GIT_OPTIONAL_LOCKS": "0"}
-
-
-def _read_objects(git_dir: Path, ids: Sequence[str],
-                  env: dict[str, str]) -> dict[str, tuple[str, bytes]]:
+def _read_objects(git: Git, git_dir: Path,
+                  ids: Sequence[str]) -> dict[str, tuple[str, bytes]]:
     """(type, content) of each object, each checked to hash to its id."""
-    argv = ["git", "-c", "safe.directory=*", "-c", "core.fsmonitor=false", "-c",
-            "core.hooksPath=/dev/null", f"--git-dir={git_dir}", "cat-file", "--batch"]
     try:
-        proc = subprocess.run(argv, input="".join(f"{i}\n" for i in ids).encode(),
-                              capture_output=True, env=env, check=False, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise _Unverified(f"git cat-file: {exc}") from exc
+        proc = git.run(f"--git-dir={git_dir}", "cat-file", "--batch",
+                       stdin="".join(f"{i}\n" for i in ids).encode(), check=False)
+    except SandbenchError as exc:
+        raise _Unverified(exc.what) from exc
     if proc.returncode != 0:
         raise _Unverified(proc.stderr.decode("utf-8", "replace").strip()[-200:])
     out, pos, objects = proc.stdout, 0, {}
@@ -104,14 +91,14 @@ def _tree_entries(content: bytes, id_len: int) -> Iterable[tuple[str, str, str]]
         yield mode, name, oid
 
 
-def index_from_copy(copy: Path, sha: str) -> dict[str, int]:
-    """Line counts at `sha`, read from `copy`'s object store, every object verified."""
-    git_dir = copy / ".git"
+def index_from_pristine(pristine: Path, sha: str) -> dict[str, int]:
+    """Line counts at `sha`, read from the pristine copy's object store (the host's own,
+    never an arm's copy), every object verified."""
+    git_dir = pristine / GIT_DIR
     if not git_dir.is_dir():
         raise _Unverified("no .git")
-    with tempfile.TemporaryDirectory(prefix="sandbench-score-git-") as home:
-        env = _git_env(home)
-        kind, commit = _read_objects(git_dir, [sha], env)[sha]
+    with clean_git() as git:
+        kind, commit = _read_objects(git, git_dir, [sha])[sha]
         if kind != "commit" or not commit.startswith(b"tree "):
             raise _Unverified(f"{sha} is not a commit")
         root = commit[5:commit.index(b"\n")].decode()
@@ -119,7 +106,7 @@ def index_from_copy(copy: Path, sha: str) -> dict[str, int]:
         files: dict[str, int] = {}
         level = [("", root)]
         while level:
-            trees = _read_objects(git_dir, sorted({oid for _, oid in level}), env)
+            trees = _read_objects(git, git_dir, sorted({oid for _, oid in level}))
             blobs: list[tuple[str, str]] = []
             below: list[tuple[str, str]] = []
             for prefix, oid in level:
@@ -133,7 +120,7 @@ def index_from_copy(copy: Path, sha: str) -> dict[str, int]:
                     elif mode in ("100644", "100755"):
                         blobs.append((path, child))
             if blobs:
-                contents = _read_objects(git_dir, sorted({oid for _, oid in blobs}), env)
+                contents = _read_objects(git, git_dir, sorted({oid for _, oid in blobs}))
                 for path, oid in blobs:
                     files[path] = line_count(contents[oid][1])
             level = below
@@ -158,18 +145,17 @@ def _read_pin_lines(path: Path, sha: str) -> dict[str, int] | None:
     return files
 
 
-def load_index(run_dir: Path, arms: Sequence[str], sha: str) -> LineIndex:
-    for arm in arms:
-        copy = run_dir / "work" / arm / "corpus"
-        if not copy.is_dir():
-            continue
-        try:
-            return LineIndex(sha, index_from_copy(copy, sha), f"work/{arm}/corpus")
-        except _Unverified as why:
-            logger.warning("reach.copy_unverified", arm=arm, why=str(why))
+def load_index(run_dir: Path, sha: str, pristine: Path | None = None) -> LineIndex:
+    """The index `RUN_DIR/pin-lines.json` holds; else, given the pristine copy, read from it
+    (as the run saves it); else nothing known."""
     files = _read_pin_lines(run_dir / PIN_LINES, sha)
     if files is not None:
         return LineIndex(sha, files, PIN_LINES)
+    if pristine is not None:
+        try:
+            return LineIndex(sha, index_from_pristine(pristine, sha), PRISTINE)
+        except _Unverified as why:
+            logger.warning("reach.pristine_unverified", why=str(why))
     return LineIndex(sha, None)
 
 

@@ -7,10 +7,11 @@ Layout of a run directory (everything later stages read; nothing else is needed)
     guards/ARM/                      policy, inspect and probe snapshots, verdict
     cells/ARM/_setup/                the index build's transcript (when the arm has one)
     cells/ARM/TASK/REP/              stdout, stderr, record.json (REP 0 = cold, 1..N warm)
-    arms/ARM/state.json              what the arm wrote: corpus-copy changes, state files
+    arms/ARM/state.json              what the arm wrote: corpus-copy changes, state and out
+                                     files, where each listing was cut
     work/ARM/{corpus,state,out}.ext4 the arm's private, size-bounded file systems, mounted at
                                      work/ARM/{corpus,state,out} only during the run
-    pin-lines.json                   line counts at the pin, read from an arm's copy (reach)
+    pin-lines.json                   line counts at the pin, read from the pristine copy
     log.jsonl                        structured log
 
 Every arm's sandbox is made and verified before the first measured command of any arm, so no
@@ -25,7 +26,6 @@ from __future__ import annotations
 import errno
 import os
 import platform
-import shutil
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +46,7 @@ from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import DOCKER_EXEC, EXEC_PATHS, RESIDENT, default_user, for_arm
 from orchestrator.settings import Settings
 from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record, streams_intact
+from orchestrator.untrusted import walk
 
 RUN_SCHEMA = "sandbench.run/1"
 SETUP_CELL = "_setup"
@@ -291,6 +292,7 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
                         members)
     with _status_on_failure(r, data):
         _write_run_json(r, data)
+        _save_pin_lines(r)
         if members:
             _place_and_prepare(r, data, on_refused)
         for a in the_plan.available:
@@ -505,8 +507,7 @@ class SandboxLost(SandbenchError):
 
 def _fresh(cell: Path) -> Path:
     """A cell directory without a record is an unfinished one: start it again from empty."""
-    if cell.exists():
-        shutil.rmtree(cell)
+    walk.remove_tree(cell)
     return cell
 
 
@@ -531,7 +532,7 @@ def _prepare_work(r: _Run, a: ArmPlan, work: Path, kept: bool) -> corpus.Snapsho
     already had when its file systems were kept."""
     if kept:
         return _load_snapshot(_corpus_before(r, a))
-    corpus.make_arm_copy(r.pristine, work / "corpus", r.pin)
+    corpus.make_arm_copy(r.pristine, work / "corpus", r.pin, owner=default_user())
     return _save_corpus_before(r, a, corpus.snapshot(work / "corpus"))
 
 
@@ -562,7 +563,7 @@ def _portable(snap: corpus.Snapshot) -> corpus.Snapshot:
     """Paths as JSON can hold them: a name that is not UTF-8 (a tool may write one) keeps
     its undecodable bytes as \\xNN escapes, the same way on every side of a comparison."""
     return corpus.Snapshot({os.fsencode(p).decode("utf-8", "backslashreplace"): e
-                            for p, e in snap.entries.items()})
+                            for p, e in snap.entries.items()}, snap.cuts)
 
 
 def _load_snapshot(path: Path) -> corpus.Snapshot:
@@ -629,7 +630,7 @@ def _prepare_arm(r: _Run, a: ArmPlan) -> _Prepared:
         # What the set-up built lived on file systems that are made anew (the arm moved to
         # another engine, or they were lost): it runs again before any missing cell.
         logger.info("setup_again", arm=a.name, engine=r.placement[a.name])
-        shutil.rmtree(setup)
+        walk.remove_tree(setup)
     member = r.member(a.name)
     host = member.host
     volumes = None
@@ -673,8 +674,7 @@ def _run_arm(r: _Run, p: _Prepared) -> dict[str, Any]:
         p.box.remove()
         sync_filesystem(r.run_dir)
         summary = {"state_bytes": _disclose_state(r, p.arm, p.before, p.snapshot(r, "corpus"),
-                                                  p.snapshot(r, "state"))}
-        _save_pin_lines(r, p.arm)
+                                                  p.snapshot(r, "state"), p.snapshot(r, "out"))}
     return summary
 
 
@@ -743,9 +743,10 @@ def _run_mcp_cells(r: _Run, a: ArmPlan, box: Sandbox, cells: Path,
 
 
 def _disclose_state(r: _Run, a: ArmPlan, before: corpus.Snapshot, after: corpus.Snapshot,
-                    state: corpus.Snapshot) -> int:
+                    state: corpus.Snapshot, out: corpus.Snapshot) -> int:
     """arms/ARM/state.json: what the arm changed in its corpus copy and wrote to its state
-    dir; returns the bytes it added."""
+    and out dirs, complete up to the walk's bounds, and where each listing was cut (null
+    when complete); returns the bytes it added."""
     changed = corpus.changes(before, after)
     disclosure = {
         "corpus_changes": [{"path": c.path, "status": c.status, "kind": c.kind,
@@ -754,28 +755,25 @@ def _disclose_state(r: _Run, a: ArmPlan, before: corpus.Snapshot, after: corpus.
         "state_files": sorted([p, e.size] for p, e in state.entries.items() if e.kind == "file"),
         "state_bytes": sum(e.size for e in state.entries.values() if e.kind == "file"),
         "corpus_added_bytes": sum(max(c.size_after - c.size_before, 0) for c in changed),
+        "out_files": sorted([p, e.size] for p, e in out.entries.items() if e.kind == "file"),
+        "out_bytes": sum(e.size for e in out.entries.values() if e.kind == "file"),
+        "corpus_cut": after.cut_json(), "state_cut": state.cut_json(), "out_cut": out.cut_json(),
+        # Files with holes, digested by their allocated extents (their size is apparent).
+        "sparse_files": {name: sorted(p for p, e in snap.entries.items()
+                                      if e.digest.startswith(walk.SPARSE_PREFIX))
+                         for name, snap in (("corpus", after), ("state", state), ("out", out))},
     }
     atomic_write_json(r.run_dir / "arms" / a.name / "state.json", disclosure)
     return disclosure["state_bytes"] + disclosure["corpus_added_bytes"]
 
 
-def _save_pin_lines(r: _Run, a: ArmPlan) -> None:
-    """The line index reach is scored against, read (and verified object by object) from the
-    arm's copy while it is still mounted: the scorer never mounts the file systems."""
+def _save_pin_lines(r: _Run) -> None:
+    """The line index reach is scored against, read (and verified object by object) from
+    the pristine copy, never from an arm's copy (git there would run what the arm wrote
+    into its `.git`): the scorer then reads RUN_DIR/pin-lines.json alone."""
     path = r.run_dir / pinlines.PIN_LINES
     if path.is_file():
         return
-    if r.member(a.name).host is not None:
-        # The copy is on another host, read back equal to the pristine one: the index is
-        # read, object by object, from the pristine copy here.
-        try:
-            files = pinlines.index_from_copy(r.pristine, r.pin.sha)
-        except Exception as why:  # noqa: BLE001 - pinlines' own "unverified": reach says so
-            logger.warning("reach.pristine_unverified", why=str(why))
-            return
-        atomic_write_text(path, pinlines.pin_lines_text(
-            pinlines.LineIndex(r.pin.sha, files, f"corpus/{r.pin.id} (pristine)")))
-        return
-    index = pinlines.load_index(r.run_dir, [a.name], r.pin.sha)
-    if index.source == f"work/{a.name}/corpus":  # else unverifiable, and the scorer says so
+    index = pinlines.load_index(r.run_dir, r.pin.sha, r.pristine)
+    if index.available:  # else unverifiable, and the scorer says so
         atomic_write_text(path, pinlines.pin_lines_text(index))

@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator import corpus
+from orchestrator.corpus.git import clean_git
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
 from orchestrator.kinds import ALL_KINDS, EDGE_KINDS
@@ -285,9 +285,9 @@ def _check_project(path: Path, project: Path, corpus_id: str, arms: list[str]) -
 
 def check_truth_at_pin(suite: Suite, pristine: Path) -> None:
     """Every truth path (and impact seed) is a file tracked at the pinned commit."""
-    listed = subprocess.run(["git", "-C", str(pristine), "ls-tree", "-r", "--name-only", "HEAD"],
-                            capture_output=True, text=True, check=True).stdout.splitlines()
-    tracked = set(listed)
+    with clean_git() as git:
+        listed = git.run("ls-tree", "-r", "-z", "--name-only", "HEAD", cwd=pristine).stdout
+    tracked = {name.decode("utf-8", "surrogateescape") for name in listed.split(b"\0") if name}
     for task in suite.tasks:
         for rel in task.truth_paths():
             if rel not in tracked:

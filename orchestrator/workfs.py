@@ -27,6 +27,9 @@ from pathlib import Path
 from orchestrator import log
 from orchestrator.errors import SandbenchError
 from orchestrator.sandbox_spec import Limits
+from orchestrator.untrusted import paths as untrusted_paths
+from orchestrator.untrusted import walk
+from orchestrator.untrusted.errors import HostileInput
 
 IMAGE_SUFFIX = ".ext4"
 # ext4 as mke2fs makes it here: 4 KiB blocks, one 256-byte inode per 4 KiB of space (a corpus
@@ -52,13 +55,10 @@ def image_path(work: Path, name: str) -> Path:
 
 def tree_bytes(root: Path) -> int:
     """The space a copy of `root` takes on the arm's file system: every file and directory
-    rounded up to whole blocks, symlinks not followed."""
-    total = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        total += BLOCK  # the directory itself (walked: a link to a directory is not)
-        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
-            size = os.lstat(os.path.join(dirpath, name)).st_size
-            total += -(-size // BLOCK) * BLOCK
+    rounded up to whole blocks, symlinks not followed (a bounded, iterative walk)."""
+    total = BLOCK  # the root itself
+    for e in walk.listing(root, digests=False).entries.values():
+        total += BLOCK if e.kind == "dir" else -(-e.size // BLOCK) * BLOCK
     return total
 
 
@@ -125,9 +125,15 @@ def mount(image: Path, point: Path, size_bytes: int, read_only: bool = False) ->
         raise SandbenchError(f"the file system mounted at {point} is not bounded",
                              why=f"expected a mount of {image} of at most {size_bytes} bytes, "
                                  f"found {found} bytes", path=str(point))
+
+
+def _remove_lost_found(point: Path) -> None:
+    """mke2fs makes lost+found; the arm's tree must hold only what was put there. Only on a
+    file system made just now: on a kept one the arm could have swapped it for a link, a
+    file or a full tree, and its tree is its own."""
     lost = point / "lost+found"
-    if not read_only and lost.is_dir() and not any(lost.iterdir()):
-        lost.rmdir()  # mke2fs makes it; the arm's tree must hold only what was put there
+    if lost.is_dir() and not lost.is_symlink() and not any(lost.iterdir()):
+        lost.rmdir()
 
 
 @contextmanager
@@ -141,10 +147,13 @@ def mounted(work: Path, sizes: Mapping[str, int], fresh: bool) -> Iterator[dict[
     try:
         for name, size in sizes.items():
             image, point = image_path(work, name), work / name
-            if fresh or not image.is_file():
+            made = fresh or not image.is_file()
+            if made:
                 unmount(point)
                 create(image, size)
             mount(image, point, size)
+            if made:
+                _remove_lost_found(point)
             points[name] = point
         yield points
     finally:
@@ -192,23 +201,22 @@ def sizes(limits: Limits, corpus_bytes: int) -> dict[str, int]:
 
 def prepare_writable(path: Path, user: str, within: Path) -> None:
     """A host directory under `within` the container user may write (chowned when we are
-    root). An arm may have planted a symlink there in an earlier attempt of the run, so no
-    component from `within` down is allowed to be one: a chown as root through it would
-    hand a host directory to the container user."""
-    rel = path.relative_to(within)
-    current = within
-    for part in ("", *rel.parts):
-        current = current / part if part else current
-        if current.is_symlink():
-            raise SandbenchError(f"refusing to prepare {path}: {current} is a symbolic link",
-                                 why="a sandboxed tool can write there; sandbench never "
-                                     "follows a link it may have planted",
-                                 fix="start a new run (the arm's work dir is not trustworthy)",
-                                 path=str(current))
-    path.mkdir(parents=True, exist_ok=True)
+    root), made where missing. An arm may have planted a symlink or a file there in an
+    earlier attempt of the run, so every component from `within` down is opened without
+    following a link (`orchestrator.untrusted.paths`): a chown as root through a link would
+    hand a host directory to the container user. Only the directory itself is chowned: what
+    is under it is the arm's own (or a corpus copy, given to the user when it was made)."""
+    rel = path.relative_to(within).as_posix()
     uid, gid = (int(x) for x in user.split(":"))
-    if os.getuid() == 0:
-        for root, dirs, files in os.walk(path):
-            os.lchown(root, uid, gid)
-            for name in dirs + files:
-                os.lchown(os.path.join(root, name), uid, gid)
+    try:
+        with untrusted_paths.made_dirs(within, rel) as fd:
+            if os.getuid() == 0:
+                os.fchown(fd, uid, gid)
+    except HostileInput as exc:
+        at = within / exc.data.get("at", rel)
+        what = "a symbolic link" if exc.kind == "path-escape" else "not a directory"
+        raise SandbenchError(f"refusing to prepare {path}: {at} is {what}",
+                             why="a sandboxed tool can write there; sandbench never "
+                                 f"follows a link it may have planted ({exc.message})",
+                             fix="start a new run (the arm's work dir is not trustworthy)",
+                             path=str(at)) from exc

@@ -4,9 +4,10 @@ Every published figure names a corpus and the commit it was measured on, so a co
 verified input. The lock pins it (`lock`); `fetch` stores exactly the pinned commit, detached,
 with no remote and no object that the pin cannot reach, so no arm can read the upstream answer
 (`pristine`, through the clean git of `git`); `make_arm_copy` gives each arm an independent
-copy, its own object store, since some tools write into the git directory (`copies`);
+copy, its own object store, since some tools write into the git directory (`copies`); git runs
+on the pristine copy only, never on a copy an arm has had (its config and hooks are the arm's);
 `tree_digest` proves the pristine copy unchanged across a run, and `snapshot`/`changes` list
-what an arm wrote into its copy (`snapshot`).
+what an arm wrote into its copy (`snapshot`, a bounded walk: `orchestrator.untrusted.walk`).
 """
 
 from orchestrator.corpus.copies import archive_tree, make_arm_copy, verify_arm_copy

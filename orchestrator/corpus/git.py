@@ -40,13 +40,14 @@ class Git:
     env: Mapping[str, str]
 
     def run(self, *args: str, cwd: Path | None = None, stdin: bytes | None = None,
-            check: bool = True) -> subprocess.CompletedProcess[bytes]:
+            check: bool = True, env: Mapping[str, str] | None = None
+            ) -> subprocess.CompletedProcess[bytes]:
         argv = ["git"]
         for setting in _GIT_CONFIG:
             argv += ["-c", setting]
         argv += args
         try:
-            proc = subprocess.run(argv, cwd=cwd, env=dict(self.env), input=stdin,
+            proc = subprocess.run(argv, cwd=cwd, env={**self.env, **(env or {})}, input=stdin,
                                   capture_output=True, check=False)
         except FileNotFoundError as err:
             raise SandbenchError("git is not installed or not on PATH",
@@ -121,9 +122,9 @@ def differences(git: Git, repo: Path, sha: str) -> list[Difference]:
                 shared.append(full.relative_to(repo).as_posix())
     if shared:
         found.append(Difference("object store", "no file hard-linked with another copy",
-                                f"{len(shared)} hard-linked, e.g. {_some(shared)}"))
+                                f"{len(shared)} hard-linked, e.g. {some(shared)}"))
     if links:
-        found.append(Difference("git dir", "no symlinks", _some(links)))
+        found.append(Difference("git dir", "no symlinks", some(links)))
     head = git.run("rev-parse", "--verify", "-q", "HEAD^{commit}", cwd=repo, check=False)
     head_sha = head.stdout.decode().strip() if head.returncode == 0 else "no commit"
     if head_sha != sha:
@@ -134,17 +135,17 @@ def differences(git: Git, repo: Path, sha: str) -> list[Difference]:
     if remotes := git.out("remote", cwd=repo).split():
         found.append(Difference("remotes", "none", ", ".join(remotes)))
     if refs := git.out("for-each-ref", "--format=%(refname)", cwd=repo).split():
-        found.append(Difference("refs", "none besides the detached HEAD", _some(refs)))
+        found.append(Difference("refs", "none besides the detached HEAD", some(refs)))
     status = git.run("status", "--porcelain=v1", "-z", "--untracked-files=all",
                      "--ignored=matching", "--no-renames", cwd=repo, check=False)
     if status.returncode != 0:
         found.append(Difference("worktree", "clean", "unreadable: " + tail(status.stderr)))
     elif dirty := [e.decode("utf-8", "surrogateescape") for e in status.stdout.split(b"\0") if e]:
-        found.append(Difference("worktree", "clean", f"{len(dirty)} change(s): {_some(dirty)}"))
+        found.append(Difference("worktree", "clean", f"{len(dirty)} change(s): {some(dirty)}"))
     return found
 
 
-def _some(items: list[str], limit: int = 5) -> str:
+def some(items: list[str], limit: int = 5) -> str:
     shown = ", ".join(items[:limit])
     return shown + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
 

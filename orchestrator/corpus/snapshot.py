@@ -15,83 +15,63 @@ from typing import Any, Literal
 
 from orchestrator.corpus.git import GIT_DIR
 from orchestrator.errors import SandbenchError
+from orchestrator.untrusted import walk
+from orchestrator.untrusted.walk import Cut, Entry
 
+__all__ = ["Change", "Cut", "Entry", "Snapshot", "changes", "snapshot", "snapshot_of_archive",
+           "in_git", "tree_digest"]
 
-
-@dataclass(frozen=True)
-class Entry:
-    """One path under a root, never followed if it is a symlink."""
-
-    kind: Literal["file", "dir", "symlink", "other"]
-    mode: int
-    size: int
-    digest: str
 
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Every path under a root (the git dir included), keyed by posix relative path."""
+    """Every path under a root (the git dir included), keyed by posix relative path, up to
+    the walk's caps; `cuts` say where it stopped short (none for a complete one)."""
 
     entries: Mapping[str, Entry]
+    cuts: tuple[Cut, ...] = ()
 
     def digest(self) -> str:
-        """sha256 over (kind, path, mode, size, content digest) of every entry, in byte order."""
+        """sha256 over (kind, path, mode, size, content digest) of every entry, in byte order,
+        and over the cuts of a snapshot that stopped short."""
         total = hashlib.sha256()
         for path in sorted(self.entries, key=os.fsencode):
             e = self.entries[path]
             total.update(b"%s\0%s\0%o\0%d\0%s\n" % (e.kind.encode(), os.fsencode(path), e.mode,
                                                     e.size, e.digest.encode()))
+        for cut in self.cuts:
+            total.update(b"cut\0%s\0%d\0%s\n" % (cut.guard.encode(), cut.limit,
+                                                 os.fsencode(cut.at)))
         return total.hexdigest()
 
     def bytes_in(self, inside_git: bool) -> int:
         return sum(e.size for path, e in self.entries.items()
                    if e.kind == "file" and in_git(path) == inside_git)
 
-
-def _nofollow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
+    def cut_json(self) -> list[dict[str, object]] | None:
+        """Where the listing stopped, as a run records it: None when it is complete."""
+        return [c.to_json() for c in self.cuts] or None
 
 
 def snapshot(root: Path) -> Snapshot:
-    """Walk `root` without following any symlink: files by content, links by their target."""
-    entries: dict[str, Entry] = {}
-    pending = [(str(root), "")]
-    while pending:
-        directory, prefix = pending.pop()
-        with os.scandir(directory) as listing:
-            for item in listing:
-                rel = prefix + item.name
-                st = item.stat(follow_symlinks=False)
-                mode = stat.S_IMODE(st.st_mode)
-                if stat.S_ISLNK(st.st_mode):
-                    target = os.fsencode(os.readlink(item.path))
-                    entries[rel] = Entry("symlink", mode, len(target),
-                                         hashlib.sha256(target).hexdigest())
-                elif stat.S_ISDIR(st.st_mode):
-                    entries[rel] = Entry("dir", mode, 0, "")
-                    pending.append((item.path, rel + "/"))
-                elif stat.S_ISREG(st.st_mode):
-                    entries[rel] = _file_entry(item.path, rel, mode)
-                else:
-                    entries[rel] = Entry("other", mode, 0, stat.filemode(st.st_mode))
-    return Snapshot(entries)
-
-
-def _file_entry(path: str, rel: str, mode: int) -> Entry:
-    try:
-        with open(path, "rb", opener=_nofollow) as fh:
-            size = os.fstat(fh.fileno()).st_size
-            digest = hashlib.file_digest(fh, "sha256").hexdigest()
-    except OSError as err:
-        raise SandbenchError(f"cannot read {rel} to digest it", why=err.strerror,
-                             fix="make every file of the copy readable by sandbench",
-                             path=path) from err
-    return Entry("file", mode, size, digest)
+    """Walk `root` without following any symlink: files by content (sparse ones by their
+    allocated extents), links by their target; bounded (`orchestrator.untrusted.walk`)."""
+    found = walk.listing(root)
+    return Snapshot(found.entries, tuple(found.cuts))
 
 
 def tree_digest(path: Path) -> str:
-    """One sha256 over the worktree and the git dir: paths, modes and bytes; links as links."""
-    return snapshot(path).digest()
+    """One sha256 over the worktree and the git dir: paths, modes and bytes; links as links.
+    Only for a copy the host made (the pristine one): a tree past the walk's caps is refused
+    rather than digested in part."""
+    snap = snapshot(path)
+    if snap.cuts:
+        cut = snap.cuts[0]
+        raise SandbenchError(f"cannot digest {path}: it is past the {cut.guard} bound "
+                             f"({cut.limit:,}) at {cut.at}",
+                             fix="a corpus this large is beyond sandbench's walk bounds "
+                                 "(orchestrator/untrusted/limits.py)", path=str(path))
+    return snap.digest()
 
 
 @dataclass(frozen=True)
@@ -150,18 +130,30 @@ class _ChunkReader(io.RawIOBase):
 def snapshot_of_archive(chunks: Iterable[bytes]) -> Snapshot:
     """What `snapshot` gives for a tree, from the tar an engine makes of it (`PATH/.`, so
     names are `.` and `./REL`): a copy on another host is described by what that host holds,
-    read as it streams and never written here."""
+    read as it streams and never written here. Bounded as `snapshot` is: entries, depth and
+    bytes read (the file past the read budget is listed by size, its digest `unread`, and
+    the listing stops there: a tar spells out a sparse file's holes)."""
+    bounds = walk.Bounds()
     entries: dict[str, Entry] = {}
+    cuts: dict[str, Cut] = {}
+    budget = bounds.read_bytes
     with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks), 1 << 20),
                       mode="r|") as archive:
         for member in archive:
             rel = member.name.removeprefix("./").rstrip("/")
             if rel in ("", "."):
                 continue  # the root itself, as `snapshot` leaves it out
+            if len(entries) >= bounds.entries:
+                cuts.setdefault("entries", Cut("entries", bounds.entries, rel))
+                break
+            if rel.count("/") + 1 > bounds.depth:
+                cuts.setdefault("depth", Cut("depth", bounds.depth, rel))
+                continue
             mode = stat.S_IMODE(member.mode)
             if member.issym():
                 target = os.fsencode(member.linkname)
-                entries[rel] = Entry("symlink", mode, len(target), hashlib.sha256(target).hexdigest())
+                entries[rel] = Entry("symlink", mode, len(target),
+                                     hashlib.sha256(target).hexdigest())
             elif member.isdir():
                 entries[rel] = Entry("dir", mode, 0, "")
             elif member.islnk():  # a hard link to a file already listed: the same content
@@ -171,6 +163,13 @@ def snapshot_of_archive(chunks: Iterable[bytes]) -> Snapshot:
                                          "which it did not hold before")
                 entries[rel] = Entry("file", mode, linked.size, linked.digest)
             elif member.isreg():
+                if member.size > budget:
+                    # A tar holds a sparse file's holes as bytes: stop reading the stream
+                    # here rather than pull the rest through (1 TiB of zeros, say).
+                    cuts.setdefault("read-bytes", Cut("read-bytes", bounds.read_bytes, rel))
+                    entries[rel] = Entry("file", mode, member.size, walk.UNREAD)
+                    break
+                budget -= member.size
                 fh = archive.extractfile(member)
                 assert fh is not None
                 entries[rel] = Entry("file", mode, member.size,
@@ -179,4 +178,4 @@ def snapshot_of_archive(chunks: Iterable[bytes]) -> Snapshot:
                 kind = {tarfile.CHRTYPE: stat.S_IFCHR, tarfile.BLKTYPE: stat.S_IFBLK,
                         tarfile.FIFOTYPE: stat.S_IFIFO}.get(member.type, 0)
                 entries[rel] = Entry("other", mode, 0, stat.filemode(kind | mode))
-    return Snapshot(entries)
+    return Snapshot(entries, tuple(cuts.values()))

@@ -75,7 +75,7 @@ def build(engine: Engine, settings: Settings, suite_name: str) -> Path:
     work = run_dir / "work" / spec.name
     sizes = workfs.sizes(spec.limits, workfs.tree_bytes(pristine))
     with workfs.mounted(work, sizes, fresh=True):
-        corpus.make_arm_copy(pristine, work / "corpus", pin)
+        corpus.make_arm_copy(pristine, work / "corpus", pin, owner=default_user())
         with Sandbox(engine, for_arm(lock, spec, run_id, work, default_user(), sizes)) as box:
             box.verify(run_dir / "guards" / spec.name)
             logger.info("oracle_index", oracle=spec.name, argv=argv)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.corpus.git import clean_git
-from orchestrator.oracle import paths
+from orchestrator.untrusted import limits, paths
 from orchestrator.untrusted.errors import HostileInput
 
 # git ls-tree modes of a regular file (a link is 120000, a submodule 160000).
@@ -46,6 +46,6 @@ class PinnedSources:
         if rel not in self.regular:
             raise HostileInput("not-at-pin", f"the index names {rel!r}, which is not a regular "
                                "file git tracks at the pin", document=rel)
-        data = paths.read_confined(self.root, rel)
+        data = paths.read_bytes(self.root, rel, limits.PINNED_SOURCE_MAX_BYTES)
         # As a text file reads (universal newlines), which the lexer's positions assume.
         return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace").read()

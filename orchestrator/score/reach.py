@@ -5,8 +5,8 @@ that path at the pin, and a reason token. One failing row fails the task; an out
 rows is `empty` (nothing to follow up), counted on its own.
 
 Whether a line exists needs the files at the pin, and the scorer never reads the bench's
-corpus store: it uses the line index of `orchestrator/pinlines.py` (an arm's verified corpus
-copy, else `RUN_DIR/pin-lines.json`). With neither, rows that are otherwise well formed are
+corpus store: it uses the line index of `orchestrator/pinlines.py`, `RUN_DIR/pin-lines.json`
+(the run reads it from the pristine copy). Without it, rows that are otherwise well formed are
 `unverifiable`, never counted as reaching.
 """
 

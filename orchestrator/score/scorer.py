@@ -25,7 +25,7 @@ from typing import Any
 
 from orchestrator import log, pinlines
 from orchestrator.errors import InputError, SandbenchError
-from orchestrator.fsutil import atomic_write_json, atomic_write_text, canonical_json
+from orchestrator.fsutil import atomic_write_json, canonical_json
 from orchestrator.kinds import ALL_KINDS, EDGE_KINDS
 from orchestrator.score import (correctness, cost, edges, environment, leaders, reach, setup,
                                 timing)
@@ -439,7 +439,7 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], pinlines.Li
     run = inputs.run
     arm_names = [a.name for a in inputs.arms]
     available = [a.name for a in inputs.arms if a.status == "available"]
-    index = pinlines.load_index(inputs.run_dir, available, run["corpus"]["sha"])
+    index = pinlines.load_index(inputs.run_dir, run["corpus"]["sha"])
     cells = [score_cell(inputs, arm, task, index) for arm in arm_names
              for task in inputs.suite.tasks]
     summary = _summaries(cells, arm_names)
@@ -519,14 +519,13 @@ class SelfCheckFailed(SandbenchError):
 
 
 def score_run(run_dir: Path, suite_dir: Path, *, update: bool = False) -> dict[str, Any]:
-    """Score a run and write RUN_DIR/scores.json atomically (and RUN_DIR/pin-lines.json, the
-    line index reach used, when it was read from an arm's corpus copy). When the run was
+    """Score a run and write RUN_DIR/scores.json atomically. When the run was
     scored before, the earlier grades must be reproduced: SelfCheckFailed names each that is
     not, and nothing is written unless `update`."""
     import json
 
     run_dir = Path(run_dir)
-    scores, index = compute(run_dir, suite_dir)
+    scores, _ = compute(run_dir, suite_dir)
     path = run_dir / SCORES_NAME
     if path.is_file():
         try:
@@ -540,11 +539,6 @@ def score_run(run_dir: Path, suite_dir: Path, *, update: bool = False) -> dict[s
         differences = self_check(previous if isinstance(previous, dict) else {}, scores)
         if differences and not update:
             raise SelfCheckFailed(path, differences)
-    if index.source is not None and index.source != pinlines.PIN_LINES:
-        text = pinlines.pin_lines_text(index)
-        pin_lines = run_dir / pinlines.PIN_LINES
-        if not pin_lines.is_file() or pin_lines.read_text(encoding="utf-8") != text:
-            atomic_write_text(pin_lines, text)
     atomic_write_json(path, scores)
     logger.info("scored", run=scores["run"]["run_id"], cells=len(scores["cells"]))
     return scores

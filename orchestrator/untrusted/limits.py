@@ -9,7 +9,27 @@ from __future__ import annotations
 
 # -- names and paths (paths.py) ---------------------------------------------------------------
 
+# Bytes of one relative name a tool chose (a document, an answer's path, a file under /state):
+# Linux's PATH_MAX; no path a real tool writes or names is longer.
+PATH_MAX_BYTES = 4096
+
 # -- walks and reads of state, out and corpus copies (walk.py) ------------------------------
+# A walk holds two descriptors per level and one Entry (~300 bytes) per path in memory; what it
+# reads is also bounded by the size of the file system it walks (the arm's declared
+# state_mib, out_mib and corpus size), which these caps sit above for any honest tool.
+
+# Levels below the root a listing descends: a real tree (a node_modules, a .git) is under 40
+# deep; 256 levels keep at most ~514 descriptors open.
+WALK_MAX_DEPTH = 256
+# Entries one listing holds: 2x the largest registered corpus copy with its .git (~450,000);
+# ~300 MB of host memory at most.
+WALK_MAX_ENTRIES = 1_000_000
+# Bytes of relative names one listing holds: 256 bytes on average for the entry cap, where a
+# real tree averages under 80.
+WALK_MAX_PATH_BYTES = 256 << 20
+# Bytes one listing reads to digest files (allocated extents only, so holes cost nothing):
+# above any file system an arm is given by default, and ~5 minutes of sha256 on one core.
+WALK_MAX_READ_BYTES = 64 << 30
 
 # -- decoding: JSON, integers, frames (decode.py) ---------------------------------------------
 
@@ -42,6 +62,10 @@ SCIP_MAX_OCCURRENCES = 2_000_000
 SCIP_RANGE_MAX_NUMBERS = 4
 # Bytes of a path the index names (project root, a document's relative path): PATH_MAX.
 SCIP_PATH_MAX_BYTES = 4096
+# Bytes of one source file at the pin read because an index named it (the pristine copy's, a
+# file git tracks): 64x the largest source file of the registered corpora (~1 MB); a truth
+# holds every line of it in memory.
+PINNED_SOURCE_MAX_BYTES = 64 << 20
 # Bytes of a symbol, a language or a tool's name or version: the longest honest symbol is a
 # few hundred bytes (a package, a version and a file's path).
 SCIP_TEXT_MAX_BYTES = 65_536

@@ -102,7 +102,7 @@ def test_each_arm_ran_on_bounded_file_systems_that_are_unmounted_after(
         demo_run: tuple[Settings, Path]) -> None:
     """The probe saw every writable mount at or under its declared size; after the run only
     the sparse images are left, nothing is mounted, and reach's line index was saved from
-    an arm's verified copy while it was mounted."""
+    the pristine copy (never an arm's: git there would run what the arm put in its .git)."""
     settings, run_dir = demo_run
     for arm in run.plan(settings, "demo").available:
         verdict = {r["guard"]: r for r in json.loads(
@@ -114,7 +114,7 @@ def test_each_arm_ran_on_bounded_file_systems_that_are_unmounted_after(
                                                           "state.ext4"]
     assert workfs.leftover_mounts(settings.runs_dir) == []
     lines = json.loads((run_dir / "pin-lines.json").read_text())
-    assert lines["files"]["README.md"] > 0
+    assert lines["files"]["README.md"] > 0 and lines["source"] == "pristine"
 
 
 def test_code_review_graph_keeps_its_state_under_the_state_dir(

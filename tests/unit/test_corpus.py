@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -369,7 +370,7 @@ def test_arm_copies_are_independent_of_the_pristine_and_of_each_other(
     for copy in (a, b):
         assert_clean_pristine(copy, upstream)
         assert not (copy / ".git" / "objects" / "info" / "alternates").exists()
-        corpus.verify_arm_copy(copy, pin)
+        corpus.verify_arm_copy(copy, pristine, pin)
     (a / "src" / "Order.cs").write_text("class Order { int edited; }\n")
     (a / ".git" / "tool-index.db").write_bytes(b"\0" * 64)
     git("-c", "core.hooksPath=/dev/null", "commit", "-qam", "arm state", cwd=a)
@@ -423,7 +424,7 @@ def test_a_worktree_of_another_clone_is_refused(fetched, tmp_path: Path) -> None
     copy = corpus.make_arm_copy(pristine, tmp_path / "a", pin)
     git("worktree", "add", "-q", "--detach", str(tmp_path / "wt"), "HEAD", cwd=copy)
     with pytest.raises(SandbenchError) as info:
-        corpus.verify_arm_copy(tmp_path / "wt", pin)
+        corpus.verify_arm_copy(tmp_path / "wt", pristine, pin)
     assert "git dir: expected a .git directory of its own, found a file" in info.value.why
 
 
@@ -446,7 +447,7 @@ def test_an_empty_mount_point_takes_the_copy_and_is_emptied_when_refused(
     point = tmp_path / "corpus"
     point.mkdir()
     assert corpus.make_arm_copy(pristine, point, pin) == point
-    corpus.verify_arm_copy(point, pin)
+    corpus.verify_arm_copy(point, pristine, pin)
     refused = tmp_path / "refused"
     refused.mkdir()
     with pytest.raises(SandbenchError, match="refused"):
@@ -512,3 +513,44 @@ def test_a_tree_read_back_from_its_archive_has_the_snapshot_of_the_tree(tmp_path
         read = snapshot_of_archive(data[i:i + cut] for i in range(0, len(data), cut))
         assert read == snapshot(root)
     assert read.entries["pipe"].kind == "other" and read.entries["again.rs"].kind == "file"
+
+
+def test_verifying_a_copy_runs_no_git_there(fetched, tmp_path: Path) -> None:
+    """An arm owns its copy's .git: verification reads files only, so a config or hook it
+    planted never runs, and the planted files are named."""
+    pin, pristine = fetched
+    copy = corpus.make_arm_copy(pristine, tmp_path / "a", pin)
+    marker = tmp_path / "marker"
+    with open(copy / ".git" / "config", "a") as fh:
+        fh.write(f"[core]\n\tfsmonitor = touch {marker}-fsmonitor; echo\n"
+                 f"\tpager = touch {marker}-pager\n\thooksPath = {copy / '.git' / 'h'}\n")
+    (copy / ".git" / "h").mkdir()
+    for hook in ("post-index-change", "reference-transaction"):
+        (copy / ".git" / "h" / hook).write_text(f"#!/bin/sh\ntouch {marker}-{hook}\n")
+        (copy / ".git" / "h" / hook).chmod(0o755)
+    with pytest.raises(SandbenchError, match="refused") as info:
+        corpus.verify_arm_copy(copy, pristine, pin)
+    assert ".git/config" in info.value.why and ".git/h" in info.value.why
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("marker")) == []
+
+
+def test_an_archive_stops_at_a_member_past_the_read_budget() -> None:
+    """A remote engine's tar spells out a sparse file's holes: a 1 TiB member is listed by
+    its size and the stream is not read further (here it does not even hold the bytes)."""
+    import io
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        small = tarfile.TarInfo("./small")
+        small.size = 2
+        archive.addfile(small, io.BytesIO(b"ok"))
+    huge = tarfile.TarInfo("./huge")
+    huge.size = 1 << 40
+    header = huge.tobuf(tarfile.PAX_FORMAT)
+    data = out.getvalue().rstrip(b"\0")
+    data = data + b"\0" * (-len(data) % 512) + header
+    found = corpus.snapshot_of_archive([data])
+    assert found.entries["small"].digest == hashlib.sha256(b"ok").hexdigest()
+    assert found.entries["huge"].size == 1 << 40 and found.entries["huge"].digest == "unread"
+    assert [c.guard for c in found.cuts] == ["read-bytes"]

@@ -20,6 +20,7 @@ from orchestrator import arms, suite
 from orchestrator.oracle import build, paths, scip, truth
 from orchestrator.oracle.sources import PinnedSources
 from orchestrator.untrusted import limits
+from orchestrator.untrusted import paths as untrusted_paths
 from orchestrator.untrusted.errors import HostileInput
 from tests.unit.test_oracle_truth import MONEY, _int, _len, _varint, document, index, occurrence
 
@@ -196,7 +197,7 @@ def test_a_tracked_file_turned_into_a_link_is_never_followed(pristine: tuple[Pat
         sources.read("src/lib.rs")
     os.mkfifo(repo / "fifo")
     with pytest.raises(HostileInput, match="not a regular file"):
-        paths.read_confined(repo, "fifo")
+        untrusted_paths.read_bytes(repo, "fifo", 1 << 20)
 
 
 # -- the truth build: one error naming the oracle, the document, the reason -----------------

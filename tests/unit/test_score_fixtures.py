@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator import pinlines
 from orchestrator import suite as suite_mod
 from orchestrator.fsutil import canonical_json, sha256_file
 from orchestrator.score.inputs import SOURCE_ROOT
@@ -128,7 +129,7 @@ class RunBuilder:
     top_k: int = 3
     precision_cap: int = 3
     tasks: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(TASKS))
-    corpus_copy: bool = True
+    pin_lines: bool = True  # the run saved its line index, read from the pristine copy
     deviations: list[str] = field(default_factory=list)
     sealed_overrides: dict[str, str] = field(default_factory=dict)
 
@@ -227,8 +228,6 @@ class RunBuilder:
             (self.run_dir / "arms" / a.name / "state.json").write_text(json.dumps(
                 {"corpus_changes": [], "state_files": [["home/x", a.state_bytes]] if
                  a.state_bytes else [], "state_bytes": a.state_bytes, "corpus_added_bytes": 0}))
-            if self.corpus_copy:
-                self._corpus(self.run_dir / "work" / a.name / "corpus")
             if a.setup_wall_ns is not None:
                 self._write_cell(a.name, self.run_dir / "cells" / a.name / "_setup",
                                  [a.name, "index"], b"", b"", "ok", a.setup_wall_ns, [])
@@ -247,6 +246,9 @@ class RunBuilder:
                                      flags)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "run.json").write_text(canonical_json(run))
+        if self.pin_lines:
+            index = pinlines.load_index(self.run_dir, sha, self.root / "pin")
+            (self.run_dir / pinlines.PIN_LINES).write_text(pinlines.pin_lines_text(index))
         return self
 
     def _write_cell(self, arm: str, cell_dir: Path, argv: list[str], stdout: bytes,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import zlib
 from dataclasses import dataclass
@@ -92,40 +93,81 @@ def _repo(path: Path) -> str:
                           capture_output=True, text=True).stdout.strip()
 
 
-def test_the_index_is_read_from_a_copy_at_the_pin(tmp_path: Path) -> None:
+def test_the_index_is_read_from_the_pristine_at_the_pin(tmp_path: Path) -> None:
     sha = _repo(tmp_path / "c")
     (tmp_path / "c" / "top.txt").write_text("changed\nin\nthe\nworktree\n")
-    assert pinlines.index_from_copy(tmp_path / "c", sha) == {"d/x.txt": 3, "top.txt": 1}
+    assert pinlines.index_from_pristine(tmp_path / "c", sha) == {"d/x.txt": 3, "top.txt": 1}
 
 
-def test_a_copy_whose_objects_were_altered_is_not_trusted(tmp_path: Path) -> None:
-    copy = tmp_path / "work" / "arm" / "corpus"
-    sha = _repo(copy)
-    blob = subprocess.run(["git", "-C", str(copy), "rev-parse", "HEAD:d/x.txt"], env=ENV,
+def test_a_store_whose_objects_were_altered_is_not_trusted(tmp_path: Path) -> None:
+    pristine = tmp_path / "pristine"
+    sha = _repo(pristine)
+    blob = subprocess.run(["git", "-C", str(pristine), "rev-parse", "HEAD:d/x.txt"], env=ENV,
                           check=True, capture_output=True, text=True).stdout.strip()
-    loose = copy / ".git" / "objects" / blob[:2] / blob[2:]
+    loose = pristine / ".git" / "objects" / blob[:2] / blob[2:]
     loose.chmod(0o644)
     loose.write_bytes(zlib.compress(b"blob 2\x001\n"))
     with pytest.raises(pinlines._Unverified):
-        pinlines.index_from_copy(copy, sha)
-    index = pinlines.load_index(tmp_path, ["arm"], sha)
+        pinlines.index_from_pristine(pristine, sha)
+    index = pinlines.load_index(tmp_path / "run", sha, pristine)
     assert not index.available
 
 
+HOSTILE_CONFIG = """[core]
+\tfsmonitor = touch {marker}-fsmonitor; echo
+\tsshCommand = touch {marker}-ssh
+\thooksPath = {hooks}
+[remote "origin"]
+\turl = ext::sh -c touch% {marker}-ext
+\tpromisor = true
+\tuploadpack = touch {marker}-uploadpack; echo
+[extensions]
+\tpartialClone = origin
+[include]
+\tpath = {include}
+[filter "x"]
+\tclean = touch {marker}-clean
+\tsmudge = touch {marker}-smudge
+\tprocess = touch {marker}-process
+"""
+
+
+def test_an_arm_copy_in_the_run_dir_is_never_read(tmp_path: Path) -> None:
+    """The arm owns work/ARM/corpus/.git: whatever its config asks for never runs, because no
+    git runs there at all; the index comes from the pristine copy or pin-lines.json."""
+    run_dir, marker = tmp_path / "run", tmp_path / "marker"
+    copy = run_dir / "work" / "arm" / "corpus"
+    pristine = tmp_path / "pristine"
+    sha = _repo(pristine)
+    shutil.copytree(pristine, copy, symlinks=True)
+    hooks = copy / ".git" / "hooks-x"
+    hooks.mkdir()
+    for hook in ("post-checkout", "pre-commit", "reference-transaction", "post-index-change"):
+        (hooks / hook).write_text(f"#!/bin/sh\ntouch {marker}-{hook}\n")
+        (hooks / hook).chmod(0o755)
+    (copy / ".git" / "extra.cfg").write_text(f"[core]\n\tpager = touch {marker}-pager\n")
+    (copy / ".git" / "config").write_text(HOSTILE_CONFIG.format(
+        marker=marker, hooks=hooks, include=copy / ".git" / "extra.cfg"))
+    (copy / ".gitattributes").write_text("* filter=x\n")
+    assert not pinlines.load_index(run_dir, sha).available
+    index = pinlines.load_index(run_dir, sha, pristine)
+    assert index.source == pinlines.PRISTINE and index.files == {"d/x.txt": 3, "top.txt": 1}
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("marker")) == []
+
+
 def test_the_index_falls_back_to_pin_lines(tmp_path: Path) -> None:
-    copy = tmp_path / "work" / "arm" / "corpus"
-    sha = _repo(copy)
-    first = pinlines.load_index(tmp_path, ["arm"], sha)
-    assert first.source == "work/arm/corpus"
+    pristine = tmp_path / "pristine"
+    sha = _repo(pristine)
+    first = pinlines.load_index(tmp_path, sha, pristine)
+    assert first.source == pinlines.PRISTINE
     (tmp_path / pinlines.PIN_LINES).write_text(pinlines.pin_lines_text(first))
-    subprocess.run(["rm", "-rf", str(tmp_path / "work")], check=True)
-    again = pinlines.load_index(tmp_path, ["arm"], sha)
+    again = pinlines.load_index(tmp_path, sha)
     assert again.source == pinlines.PIN_LINES and again.files == first.files
     with pytest.raises(InputError, match="corpus_sha"):
-        pinlines.load_index(tmp_path, ["arm"], "0" * 40)
+        pinlines.load_index(tmp_path, "0" * 40)
     (tmp_path / pinlines.PIN_LINES).write_text("{")
     with pytest.raises(InputError, match="pin-lines.json"):
-        pinlines.load_index(tmp_path, ["arm"], sha)
+        pinlines.load_index(tmp_path, sha)
 
 
 def test_pin_lines_are_canonical(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ written file, the self-check, and bad input (a clear error naming the file, noth
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -69,7 +68,7 @@ def test_every_kind_of_cell_is_counted_where_it_belongs(built: RunBuilder) -> No
 
 def test_reach_cost_calls_and_flags(built: RunBuilder) -> None:
     scores, index = compute(built.run_dir, built.suite_dir)
-    assert index.available and index.source == "work/rg/corpus"
+    assert index.available and index.source == PIN_LINES
     assert cell(scores, "rg", "ref-money")["reach"]["status"] == "reaches"
     bare = cell(scores, "peer", "ref-money")
     assert bare["reach"]["status"] == "fails"
@@ -108,13 +107,19 @@ def test_scoring_again_writes_the_same_bytes(built: RunBuilder) -> None:
     assert (built.run_dir / "scores.json").read_bytes() == first
 
 
-def test_the_run_scores_the_same_without_its_work_copies(built: RunBuilder) -> None:
+def test_the_run_scores_from_its_pin_lines_alone(built: RunBuilder) -> None:
+    """The scorer reads RUN_DIR/pin-lines.json and nothing of an arm's copy: a copy left in
+    work/ (its .git the arm's own) changes nothing."""
     score_run(built.run_dir, built.suite_dir)
     first = (built.run_dir / "scores.json").read_bytes()
-    assert (built.run_dir / PIN_LINES).is_file()
-    shutil.rmtree(built.run_dir / "work")
+    pin_lines = (built.run_dir / PIN_LINES).read_bytes()
+    copy = built.run_dir / "work" / "rg" / "corpus"
+    copy.mkdir(parents=True)
+    (copy / "src").mkdir()
+    (copy / "src" / "Money.cs").write_text("\n" * 10_000)
     score_run(built.run_dir, built.suite_dir)
     assert (built.run_dir / "scores.json").read_bytes() == first
+    assert (built.run_dir / PIN_LINES).read_bytes() == pin_lines
 
 
 def test_the_self_check_names_every_grade_it_does_not_reproduce(built: RunBuilder) -> None:
@@ -150,7 +155,6 @@ def test_a_changed_scorer_is_disclosed(tmp_path: Path) -> None:
 
 def _nothing_written(b: RunBuilder) -> None:
     assert not (b.run_dir / "scores.json").exists()
-    assert not (b.run_dir / PIN_LINES).exists()
 
 
 def test_a_missing_record_is_named(built: RunBuilder) -> None:

@@ -14,6 +14,8 @@ import pytest
 from orchestrator import cleanup, workfs
 from orchestrator.errors import SandbenchError
 from orchestrator.sandbox_spec import MIB, Limits
+from orchestrator.untrusted import walk
+from tests.unit.test_untrusted_walk import deep_tree
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0 and not os.environ.get("CI"),
                                 reason="loop-mounting needs root (CI runs as root)")
@@ -124,3 +126,53 @@ def test_an_image_that_is_larger_than_declared_is_refused(tmp_path: Path) -> Non
         workfs.mount(image, tmp_path / "state", 16 * MIB)
     assert f"at most {16 * MIB} bytes" in info.value.why
     assert not os.path.ismount(tmp_path / "state")
+
+
+@needs_root
+def test_a_kept_file_system_is_the_arms_own_lost_found_and_all(tmp_path: Path) -> None:
+    """lost+found is removed from a file system made just now, never from a kept one: there
+    the arm could have swapped it for a link to a host directory (or anything else)."""
+    work = tmp_path / "work" / "arm"
+    host_dir = tmp_path / "host-dir"
+    host_dir.mkdir()
+    with workfs.mounted(work, {"state": 16 * MIB}, fresh=True):
+        os.symlink(host_dir, work / "state" / "lost+found")
+        (work / "state" / "home").write_text("a file where HOME was")
+    with workfs.mounted(work, {"state": 16 * MIB}, fresh=False):
+        assert os.readlink(work / "state" / "lost+found") == str(host_dir)
+    assert host_dir.is_dir()
+
+
+@needs_root
+@pytest.mark.parametrize("plant", ["file", "link"])
+def test_a_home_turned_into_a_file_or_link_is_refused_naming_it(tmp_path: Path,
+                                                                plant: str) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    work = tmp_path / "work" / "arm"
+    (work / "state").mkdir(parents=True)
+    home = work / "state" / "home"
+    if plant == "file":
+        home.write_text("x")
+    else:
+        os.symlink(victim, home)
+    with pytest.raises(SandbenchError) as refused:
+        workfs.prepare_writable(home / "sub", "4321:4321", work)
+    assert refused.value.data["path"] == str(home)
+    assert ("is a symbolic link" if plant == "link" else "is not a directory") in \
+        refused.value.what
+    assert "new run" in refused.value.fix
+    assert victim.stat().st_uid == os.geteuid() and list(victim.iterdir()) == []
+
+
+@needs_root
+def test_preparing_a_deep_tree_walks_nothing(tmp_path: Path) -> None:
+    """The arm's tree under a writable dir is its own: only the directory is chowned, so a
+    tree far past the recursion limit costs nothing (it used to raise RecursionError)."""
+    work = tmp_path / "work" / "arm"
+    (work / "state").mkdir(parents=True)
+    deep_tree(work / "state", 3000)
+    workfs.prepare_writable(work / "state", "4321:4321", work)
+    assert os.stat(work / "state").st_uid == 4321
+    assert os.stat(work / "state" / "d").st_uid == os.geteuid()
+    walk.remove_tree(work)
