@@ -165,6 +165,9 @@ def _state_files(scores: Mapping[str, Any]) -> str:
                  + ", ".join(f"{md(k)}={md(v)}" for k, v in env.items())]
         lines += [f"  - state: {f}" for f in tables.shown(files)]
         lines += [f"  - corpus copy: {c}" for c in tables.shown(changes)]
+        lines += [f"  - {where} listing cut at its {md(c['guard'])} bound ({c['limit']:,}), "
+                  f"first left out: {md(c['at'])}"
+                  for where, cuts in s.get("listings_cut", {}).items() for c in cuts]
         parts.append("\n".join(lines))
     return "\n".join(parts)
 

@@ -293,6 +293,10 @@ def _state(inputs: RunInputs) -> dict[str, Any]:
             "state_bytes": data["state_bytes"],
             "corpus_changes": data["corpus_changes"],
             "corpus_added_bytes": data["corpus_added_bytes"],
+            # Where a listing of the arm's files stopped at a walk's bound (a run before the
+            # bounds recorded none).
+            "listings_cut": {where: data[f"{where}_cut"] for where in ("corpus", "state", "out")
+                             if data.get(f"{where}_cut")},
         }
     return out
 

@@ -272,3 +272,21 @@ def test_a_missing_graded_stdout_is_named_and_warm_streams_are_not_needed(
     with pytest.raises(InputError, match="stdout is missing") as err:
         score_run(built.run_dir, built.suite_dir)
     assert err.value.data["file"] == str(graded)
+
+
+def test_a_listing_cut_at_a_walk_bound_is_carried_to_the_document(built: RunBuilder) -> None:
+    """state.json says where a walk of the arm's files stopped; scores.json and results.md
+    say it too, so a reader never takes a cut listing for a whole one."""
+    from orchestrator.report.markdown import render_markdown
+    path = built.run_dir / "arms" / "peer" / "state.json"
+    state = json.loads(path.read_text())
+    cut = {"guard": "depth", "limit": 256, "at": "deep/" * 3 + "d\n# Forged"}
+    path.write_text(json.dumps({**state, "state_cut": [cut], "out_cut": None}))
+    scores = score_run(built.run_dir, built.suite_dir)
+    assert scores["state"]["peer"]["listings_cut"] == {"state": [cut]}
+    assert scores["state"]["rg"]["listings_cut"] == {}
+    assert problems(scores) == []
+    document = render_markdown(scores)
+    line = next(x for x in document.splitlines() if "listing cut" in x)
+    assert line.startswith("  - state listing cut at its depth bound (256), first left out: ")
+    assert "\n# Forged" not in document
