@@ -28,6 +28,9 @@ def build(names: list[str] = typer.Argument(None, metavar="NAME",
           suite: str = typer.Option(None, "--suite", metavar="SUITE",
                                     help="Only the images this suite's arms run in (with "
                                          "their parents), besides any NAME."),
+          jobs: int = typer.Option(1, "--jobs", min=1, metavar="N",
+                                   help="How many images build at once (each after its "
+                                        "parent)."),
           bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Build images whose recipe changed or whose image is missing; skip the rest."""
     cfg = settings(bench_root)
@@ -36,7 +39,8 @@ def build(names: list[str] = typer.Argument(None, metavar="NAME",
     if suite is not None:
         wanted += [n for n in run.suite_images(cfg, suite) if n not in wanted]
     engine = None if dry_run else Engine.connect()
-    outcomes = images.build(engine, cfg, wanted, dry_run=dry_run, artifacts=artifacts)
+    outcomes = images.build(engine, cfg, wanted, dry_run=dry_run, artifacts=artifacts,
+                            jobs=jobs)
     # Nothing named builds every recipe; with --suite, say which recipes were left out.
     left_out = (sorted(set(images.load_recipes(cfg.images_dir)) - {o.name for o in outcomes})
                 if suite is not None else [])

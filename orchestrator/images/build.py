@@ -12,8 +12,10 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -226,11 +228,13 @@ class BuildOutcome:
 
 
 def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
-          dry_run: bool = False, artifacts: dict[str, Path] | None = None
+          dry_run: bool = False, artifacts: dict[str, Path] | None = None, jobs: int = 1
           ) -> list[BuildOutcome]:
     """Build the named recipes (all when none are named) and their ancestors, skipping every
     image whose recipe hash is unchanged and whose image is present. A recipe that needs a
-    user-supplied artifact is `unavailable` until one is given."""
+    user-supplied artifact is `unavailable` until one is given. Up to `jobs` images build at
+    once, each only after its parent: what an image contains does not depend on it, but its
+    `build_seconds` are wall time shared with the others (the lock keeps `build_jobs`)."""
     artifacts = artifacts or {}
     recipes = load_recipes(settings.images_dir)
     for name in artifacts:
@@ -238,12 +242,55 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
             raise InputError.bad_value("--artifact", "--artifact", "the artifact of a recipe "
                                        f"({sorted(r.artifact for r in recipes.values() if r.artifact)})",
                                        name)
-    lock = ImageLock.load(settings.images_lock)
-    outcomes: list[BuildOutcome] = []
-    rebuilt: set[str] = set()
-    for recipe in select(recipes, names):
-        entry = lock.images.get(recipe.name)
-        parent_changed = recipe.parent in rebuilt
+    state = _Builds(engine, settings, ImageLock.load(settings.images_lock), artifacts, dry_run,
+                    max(jobs, 1))
+    chosen = select(recipes, names)
+    if state.jobs == 1 or len(chosen) == 1:
+        return [state.one(recipe) for recipe in chosen]
+    futures: dict[str, Future[BuildOutcome]] = {}
+    # Submitted parents first, so a worker waiting for its parent never holds back the
+    # parent's own start.
+    with ThreadPoolExecutor(max_workers=state.jobs, thread_name_prefix="image-build") as pool:
+        for recipe in chosen:
+            parent = futures.get(recipe.parent or "")
+            futures[recipe.name] = pool.submit(state.after, parent, recipe)
+        wait(futures.values(), return_when=FIRST_EXCEPTION)
+        if failed := [f for f in futures.values() if f.done() and f.exception()]:
+            for future in futures.values():
+                future.cancel()
+            raise failed[0].exception()  # type: ignore[misc]
+    return [futures[recipe.name].result() for recipe in chosen]
+
+
+class _Builds:
+    """The state one `build` call shares among its workers: the lock (changed and saved under
+    one mutex) and the images rebuilt so far."""
+
+    def __init__(self, engine: Engine | None, settings: Settings, lock: ImageLock,
+                 artifacts: dict[str, Path], dry_run: bool, jobs: int) -> None:
+        self.engine, self.settings, self.lock = engine, settings, lock
+        self.artifacts, self.dry_run, self.jobs = artifacts, dry_run, jobs
+        self.rebuilt: set[str] = set()
+        self.mutex = threading.Lock()
+
+    def after(self, parent: Future[BuildOutcome] | None, recipe: Recipe) -> BuildOutcome:
+        """`recipe` built once its parent's build ended (its failure is the parent's error,
+        raised where the parent's future is read)."""
+        if parent is not None:
+            parent.result()
+        return self.one(recipe)
+
+    def save(self, name: str | None = None, entry: dict[str, Any] | None = None) -> None:
+        with self.mutex:
+            if name is not None:
+                self.lock.images[name] = entry
+            self.lock.save()
+
+    def one(self, recipe: Recipe) -> BuildOutcome:
+        engine, settings, lock, dry_run = self.engine, self.settings, self.lock, self.dry_run
+        with self.mutex:
+            entry = lock.images.get(recipe.name)
+            parent_changed = recipe.parent in self.rebuilt
         if recipe.bootstrap is not None:
             if dry_run or engine is None:
                 parent_id, base_info = (entry or {}).get("parent_id", ""), {}
@@ -251,17 +298,17 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
                 parent_id, base_info = rootfs(engine, settings, recipe)
             build_args = {"ROOTFS": parent_id}
         else:
-            parent_entry = lock.images.get(recipe.parent or "", {})
+            with self.mutex:
+                parent_entry = lock.images.get(recipe.parent or "", {})
             parent_id, base_info = parent_entry.get("image_id", ""), {}
             # FROM the parent's image id, never its tag: another bench root on the same
             # engine may have pointed the tag at its own build of the same recipe.
             build_args = {"BASE": parent_entry.get("image_id", "")}
-        artifact = artifacts.get(recipe.artifact or "")
+        artifact = self.artifacts.get(recipe.artifact or "")
         if recipe.artifact:
             if artifact is None and entry is None:
-                outcomes.append(BuildOutcome(recipe.name, "unavailable", f"needs --artifact "
-                                             f"{recipe.artifact}=PATH"))
-                continue
+                return BuildOutcome(recipe.name, "unavailable",
+                                    f"needs --artifact {recipe.artifact}=PATH")
             build_args["ARTIFACT_SHA256"] = (sha256_file(artifact) if artifact else
                                              entry.get("build_args", {}).get("ARTIFACT_SHA256",
                                                                              ""))
@@ -270,25 +317,22 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
         if reason is None and recipe.helper is not None and (
                 missing := host_helper.entry_problem(settings, entry)):
             if dry_run or engine is None:
-                outcomes.append(BuildOutcome(recipe.name, "would-build", missing))
-                continue
+                return BuildOutcome(recipe.name, "would-build", missing)
             # The image is what the recipe makes; only the host's copy of its helper is not.
-            entry["helper"] = _build_helper(engine, settings, recipe, build_args)
-            lock.save()
-            outcomes.append(BuildOutcome(recipe.name, "built", f"helper only: {missing}",
-                                         entry["tag"], entry["image_id"]))
-            continue
+            helper = _build_helper(engine, settings, recipe, build_args)
+            self.save(recipe.name, {**entry, "helper": helper})
+            return BuildOutcome(recipe.name, "built", f"helper only: {missing}",
+                                entry["tag"], entry["image_id"])
         if reason is None:
             note = "recipe hash unchanged and image present"
             if engine is not None and _retag(engine, entry):
                 note += "; tag re-pointed at the locked image"
-            outcomes.append(BuildOutcome(recipe.name, "up-to-date", note, entry["tag"],
-                                         entry["image_id"]))
-            continue
+            return BuildOutcome(recipe.name, "up-to-date", note, entry["tag"],
+                                entry["image_id"])
         if dry_run or engine is None:
-            outcomes.append(BuildOutcome(recipe.name, "would-build", reason))
-            rebuilt.add(recipe.name)
-            continue
+            with self.mutex:
+                self.rebuilt.add(recipe.name)
+            return BuildOutcome(recipe.name, "would-build", reason)
         tag = tag_for(recipe.name, rhash)
         labels = lb.base_labels(**{lb.LABEL_IMAGE: recipe.name, lb.LABEL_RECIPE: rhash})
         logger.info("build", image=recipe.name, reason=reason, tag=tag)
@@ -298,19 +342,19 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
                   if recipe.helper is not None else None)
         seconds = round(time.monotonic() - started + _bootstrap_seconds(base_info, entry), 3)
         size = engine.inspect_image(image_id)["Size"]
-        lock.images[recipe.name] = {
+        self.save(recipe.name, {
             "recipe_hash": rhash, "image_id": image_id, "tag": tag, "parent": recipe.parent,
             "parent_id": parent_id, "build_args": build_args, "build_seconds": seconds,
+            "build_jobs": self.jobs,
             "size_bytes": size, "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             **({"base": base_info} if base_info else {}),
             **({"helper": helper} if helper else {}),
             **({"artifact": {"name": recipe.artifact, "path": str(artifact),
                              "sha256": build_args["ARTIFACT_SHA256"]}} if artifact else {}),
-            **_manifests(engine, settings, recipe, image_id)}
-        lock.save()
-        rebuilt.add(recipe.name)
-        outcomes.append(BuildOutcome(recipe.name, "built", reason, tag, image_id, seconds))
-    return outcomes
+            **_manifests(engine, settings, recipe, image_id)})
+        with self.mutex:
+            self.rebuilt.add(recipe.name)
+        return BuildOutcome(recipe.name, "built", reason, tag, image_id, seconds)
 
 
 def _retag(engine: Engine, entry: dict[str, Any]) -> bool:
