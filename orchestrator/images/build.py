@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -247,19 +247,46 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
     chosen = select(recipes, names)
     if state.jobs == 1 or len(chosen) == 1:
         return [state.one(recipe) for recipe in chosen]
-    futures: dict[str, Future[BuildOutcome]] = {}
-    # Submitted parents first, so a worker waiting for its parent never holds back the
-    # parent's own start.
+    return _build_at_once(state, chosen)
+
+
+def _build_at_once(state: _Builds, chosen: list[Recipe]) -> list[BuildOutcome]:
+    """Every recipe of `chosen` submitted once its parent's build ended, those with the most
+    descendants first (the longest chain starts soonest); no worker waits for a parent. The
+    first failure (in build order) is raised once the builds already running have ended;
+    nothing waiting for a parent starts after it."""
+    names = {r.name for r in chosen}
+    below = {r.name: 0 for r in chosen}
+    for recipe in chosen:
+        parent = recipe.parent
+        while parent in names:
+            below[parent] += 1
+            parent = next(r.parent for r in chosen if r.name == parent)
+    done: dict[str, BuildOutcome] = {}
+    waiting = list(chosen)
+    running: dict[Future[BuildOutcome], str] = {}
+    failures: dict[str, BaseException] = {}
     with ThreadPoolExecutor(max_workers=state.jobs, thread_name_prefix="image-build") as pool:
-        for recipe in chosen:
-            parent = futures.get(recipe.parent or "")
-            futures[recipe.name] = pool.submit(state.after, parent, recipe)
-        wait(futures.values(), return_when=FIRST_EXCEPTION)
-        if failed := [f for f in futures.values() if f.done() and f.exception()]:
-            for future in futures.values():
-                future.cancel()
-            raise failed[0].exception()  # type: ignore[misc]
-    return [futures[recipe.name].result() for recipe in chosen]
+        while waiting or running:
+            ready = [r for r in waiting if r.parent not in names or r.parent in done]
+            if not failures:
+                for recipe in sorted(ready, key=lambda r: -below[r.name]):
+                    if len(running) == state.jobs:
+                        break
+                    waiting.remove(recipe)
+                    running[pool.submit(state.one, recipe)] = recipe.name
+            if not running:
+                break
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                name = running.pop(future)
+                if (error := future.exception()) is not None:
+                    failures[name] = error
+                else:
+                    done[name] = future.result()
+    if failures:
+        raise next(failures[r.name] for r in chosen if r.name in failures)
+    return [done[r.name] for r in chosen]
 
 
 class _Builds:
@@ -272,13 +299,6 @@ class _Builds:
         self.artifacts, self.dry_run, self.jobs = artifacts, dry_run, jobs
         self.rebuilt: set[str] = set()
         self.mutex = threading.Lock()
-
-    def after(self, parent: Future[BuildOutcome] | None, recipe: Recipe) -> BuildOutcome:
-        """`recipe` built once its parent's build ended (its failure is the parent's error,
-        raised where the parent's future is read)."""
-        if parent is not None:
-            parent.result()
-        return self.one(recipe)
 
     def save(self, name: str | None = None, entry: dict[str, Any] | None = None) -> None:
         with self.mutex:
