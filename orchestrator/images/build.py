@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import tarfile
@@ -16,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+import dataclasses
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -202,12 +204,23 @@ def _in_image(engine: Engine, image_id: str, argv: list[str]) -> str:
 
 def _manifests(engine: Engine, settings: Settings, recipe: Recipe, image_id: str
                ) -> dict[str, Any]:
-    """dpkg and pip manifests of the image, stored beside the lock, plus the tool version."""
+    """dpkg and pip manifests of the image, stored beside the lock, plus the tool version,
+    read by one short container (each container costs a start and a removal), the three
+    outputs separated by a marker of this call's own."""
     folder = settings.bench_root / "image-manifests" / recipe.name
-    dpkg = _in_image(engine, image_id, ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"])
-    pip = _in_image(engine, image_id, ["sh", "-c", "if [ -x /opt/tool/bin/python ]; then "
-                                       "/opt/tool/bin/python -m pip freeze --all; fi"])
-    version = _in_image(engine, image_id, list(recipe.tool_version)).strip().splitlines()
+    marker = f"--sandbench-manifest-{secrets.token_hex(8)}--"
+    script = ("dpkg-query -W -f '${Package}=${Version}\\n' && echo \"$1\" && "
+              "if [ -x /opt/tool/bin/python ]; then /opt/tool/bin/python -m pip freeze --all; "
+              "fi && echo \"$1\" && shift && exec \"$@\"")
+    out = _in_image(engine, image_id, ["sh", "-c", script, "sh", marker,
+                                       *recipe.tool_version])
+    parts = out.split(marker + "\n")
+    if len(parts) != 3:
+        raise EngineError(f"the manifests of image {image_id[:19]} are not three parts",
+                          why=f"expected dpkg, pip and version output separated by {marker}, "
+                              f"found {len(parts)} parts")
+    dpkg, pip, version_text = parts
+    version = version_text.strip().splitlines()
     files = {}
     for kind, text in (("dpkg", "".join(sorted(dpkg.splitlines(keepends=True)))), ("pip", pip)):
         path = folder / f"{kind}.txt"
@@ -252,9 +265,10 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
 
 def _build_at_once(state: _Builds, chosen: list[Recipe]) -> list[BuildOutcome]:
     """Every recipe of `chosen` submitted once its parent's build ended, those with the most
-    descendants first (the longest chain starts soonest); no worker waits for a parent. The
-    first failure (in build order) is raised once the builds already running have ended;
-    nothing waiting for a parent starts after it."""
+    descendants first (the longest chain starts soonest); no worker waits for a parent. A
+    recipe's timing helper is built beside its children (they build FROM its image, not from
+    the helper). The first failure (in build order) is raised once the builds already running
+    have ended; nothing waiting for a parent starts after it."""
     names = {r.name for r in chosen}
     below = {r.name: 0 for r in chosen}
     for recipe in chosen:
@@ -264,8 +278,9 @@ def _build_at_once(state: _Builds, chosen: list[Recipe]) -> list[BuildOutcome]:
             parent = next(r.parent for r in chosen if r.name == parent)
     done: dict[str, BuildOutcome] = {}
     waiting = list(chosen)
-    running: dict[Future[BuildOutcome], str] = {}
+    running: dict[Future[Any], tuple[str, str]] = {}  # -> (image, "image" | "helper")
     failures: dict[str, BaseException] = {}
+    state.defer_helpers = True
     with ThreadPoolExecutor(max_workers=state.jobs, thread_name_prefix="image-build") as pool:
         while waiting or running:
             ready = [r for r in waiting if r.parent not in names or r.parent in done]
@@ -274,16 +289,21 @@ def _build_at_once(state: _Builds, chosen: list[Recipe]) -> list[BuildOutcome]:
                     if len(running) == state.jobs:
                         break
                     waiting.remove(recipe)
-                    running[pool.submit(state.one, recipe)] = recipe.name
+                    running[pool.submit(state.one, recipe)] = (recipe.name, "image")
             if not running:
                 break
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
-                name = running.pop(future)
+                name, part = running.pop(future)
                 if (error := future.exception()) is not None:
                     failures[name] = error
+                elif part == "helper":
+                    done[name] = dataclasses.replace(
+                        done[name], seconds=round((done[name].seconds or 0) + future.result(), 3))
                 else:
                     done[name] = future.result()
+                    if name in state.deferred:
+                        running[pool.submit(state.finish_helper, name)] = (name, "helper")
     if failures:
         raise next(failures[r.name] for r in chosen if r.name in failures)
     return [done[r.name] for r in chosen]
@@ -299,6 +319,26 @@ class _Builds:
         self.artifacts, self.dry_run, self.jobs = artifacts, dry_run, jobs
         self.rebuilt: set[str] = set()
         self.mutex = threading.Lock()
+        # With `defer_helpers`, a recipe's timing helper is left to `finish_helper`, so that
+        # its children need not wait for it; `deferred` holds what that build needs.
+        self.defer_helpers = False
+        self.deferred: dict[str, tuple[Recipe, dict[str, str]]] = {}
+
+    def finish_helper(self, name: str) -> float:
+        """The deferred helper of image `name` built and added to its lock entry, its seconds
+        added to the entry's build_seconds; returns those seconds. Until then the entry has no
+        helper, so a build stopped in between builds the helper alone next time."""
+        assert self.engine is not None
+        recipe, build_args = self.deferred.pop(name)
+        started = time.monotonic()
+        helper = _build_helper(self.engine, self.settings, recipe, build_args)
+        seconds = time.monotonic() - started
+        with self.mutex:
+            entry = self.lock.images[name]
+            self.lock.images[name] = {**entry, "helper": helper, "build_seconds":
+                                      round(entry["build_seconds"] + seconds, 3)}
+            self.lock.save()
+        return seconds
 
     def save(self, name: str | None = None, entry: dict[str, Any] | None = None) -> None:
         with self.mutex:
@@ -358,8 +398,9 @@ class _Builds:
         logger.info("build", image=recipe.name, reason=reason, tag=tag)
         started = time.monotonic()
         image_id = _docker_build(engine, settings, recipe, tag, build_args, labels, artifact)
+        defer = recipe.helper is not None and self.defer_helpers
         helper = (_build_helper(engine, settings, recipe, build_args)
-                  if recipe.helper is not None else None)
+                  if recipe.helper is not None and not defer else None)
         seconds = round(time.monotonic() - started + _bootstrap_seconds(base_info, entry), 3)
         size = engine.inspect_image(image_id)["Size"]
         self.save(recipe.name, {
@@ -374,6 +415,8 @@ class _Builds:
             **_manifests(engine, settings, recipe, image_id)})
         with self.mutex:
             self.rebuilt.add(recipe.name)
+            if defer:
+                self.deferred[recipe.name] = (recipe, build_args)
         return BuildOutcome(recipe.name, "built", reason, tag, image_id, seconds)
 
 
