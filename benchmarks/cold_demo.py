@@ -8,7 +8,10 @@ built is reused. scripts/demo prints each step's seconds ("demo: STEP N s"); the
 with the wall time and the machine's load average (sampled every 5 s), printed, and written
 to bench/benchmarks/cold_demo.json.
 
-    .venv/bin/python -m benchmarks.cold_demo [--cold 1] [--warm 3] [--keep]
+    .venv/bin/python -m benchmarks.cold_demo [--cold 1] [--warm 3] [--rev HEAD] [--keep]
+
+`--rev` measures another commit of this repository the same way (one that has the step
+lines: a63a167 or later), for a before and after on the same machine.
 """
 
 from __future__ import annotations
@@ -61,10 +64,10 @@ class LoadSampler:
                 "max": round(max(self.values), 2)}
 
 
-def clean_clone(into: Path) -> str:
-    """A clone of this checkout's committed HEAD (what a new user gets): no venv, no bench."""
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
-                          text=True, check=True).stdout.strip()
+def clean_clone(into: Path, rev: str) -> str:
+    """A clone of this checkout's commit `rev` (what a new user gets): no venv, no bench."""
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+                          capture_output=True, text=True, check=True).stdout.strip()
     subprocess.run(["git", "clone", "-q", "--no-checkout", str(REPO), str(into)], check=True)
     subprocess.run(["git", "-C", str(into), "checkout", "-q", head], check=True)
     return head
@@ -101,13 +104,13 @@ def image_seconds(clone: Path) -> dict[str, float]:
     return {name: entry["build_seconds"] for name, entry in lock["images"].items()}
 
 
-def one_cold_sample(warm: int, keep: bool) -> dict[str, Any]:
+def one_cold_sample(warm: int, keep: bool, rev: str) -> dict[str, Any]:
     # A short path: the engine's unix socket path holds at most 107 bytes.
     top = Path(tempfile.mkdtemp(prefix="sb-cold-", dir="/tmp"))
     (top / "engine").mkdir()
     engine = SecondEngine(top / "engine", outbound=True)
     try:
-        commit = clean_clone(top / "clone")
+        commit = clean_clone(top / "clone", rev)
         engine.start()
         env = demo_env(engine)
         cold = run_demo(top / "clone", env, top / "cold.log")
@@ -131,10 +134,11 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=1, help="cold samples (each a new engine)")
     parser.add_argument("--warm", type=int, default=3, help="warm samples after each cold one")
     parser.add_argument("--keep", action="store_true", help="keep the clone and logs")
+    parser.add_argument("--rev", default="HEAD", help="the commit to clone (default HEAD)")
     args = parser.parse_args()
     if os.geteuid() != 0 or shutil.which("dockerd") is None:
         raise SystemExit("a private dockerd needs root and dockerd")
-    samples = [one_cold_sample(args.warm, args.keep) for _ in range(args.cold)]
+    samples = [one_cold_sample(args.warm, args.keep, args.rev) for _ in range(args.cold)]
     cold = [s["cold"]["wall_s"] for s in samples]
     warm = [w["wall_s"] for s in samples for w in s["warm"]]
     result = {"cpus": os.cpu_count(), "samples": samples,
