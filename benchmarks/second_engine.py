@@ -30,7 +30,7 @@ class SecondEngine:
     """A dockerd of this test's own, stopped by its own pid (and its containerd by the pid
     it wrote), never by name."""
 
-    def __init__(self, root: Path, tls: bool = False) -> None:
+    def __init__(self, root: Path, tls: bool = False, outbound: bool = False) -> None:
         self.root = root
         self.socket = root / "docker.sock"
         self.url = f"unix://{self.socket}"
@@ -41,19 +41,40 @@ class SecondEngine:
         self.tcp_url: str | None = None
         # An interface name holds at most 15 bytes; a random one never meets the host's.
         self.bridge = f"sbtest{secrets.token_hex(3)}"
+        self.subnet = f"10.213.{16 + secrets.randbelow(200)}"
+        # With `outbound`, its containers (image builds) reach the network: through netfilter
+        # rules of its own, named by its bridge and subnet, deleted by the same specs on stop
+        # (the shared engine's DOCKER chains are never touched).
+        self.outbound = outbound
 
     def _add_bridge(self) -> None:
         """The engine's own bridge, with an address from a block docker0 never takes; the
         containers of a run have no network, so nothing is routed through it."""
         if Path(f"/sys/class/net/{self.bridge}").exists():
             return
-        octet = 16 + secrets.randbelow(200)
         subprocess.run(["ip", "link", "add", self.bridge, "type", "bridge"], check=True)
-        subprocess.run(["ip", "addr", "add", f"10.213.{octet}.1/24", "dev", self.bridge],
+        subprocess.run(["ip", "addr", "add", f"{self.subnet}.1/24", "dev", self.bridge],
                        check=True)
         subprocess.run(["ip", "link", "set", self.bridge, "up"], check=True)
+        if self.outbound:
+            for table, chain, rule in self._outbound_rules():
+                subprocess.run(["iptables", "-t", table, "-I", chain, *rule], check=True)
+
+    def _outbound_rules(self) -> list[tuple[str, str, list[str]]]:
+        """(table, chain, rule): out of this bridge, the answers back in, and masquerading of
+        this engine's subnet only."""
+        return [("filter", "FORWARD", ["-i", self.bridge, "!", "-o", self.bridge, "-j",
+                                       "ACCEPT"]),
+                ("filter", "FORWARD", ["-o", self.bridge, "-m", "conntrack", "--ctstate",
+                                       "RELATED,ESTABLISHED", "-j", "ACCEPT"]),
+                ("nat", "POSTROUTING", ["-s", f"{self.subnet}.0/24", "!", "-o", self.bridge,
+                                        "-j", "MASQUERADE"])]
 
     def _remove_bridge(self) -> None:
+        if self.outbound:
+            for table, chain, rule in self._outbound_rules():
+                subprocess.run(["iptables", "-t", table, "-D", chain, *rule], check=False,
+                               capture_output=True)
         if Path(f"/sys/class/net/{self.bridge}").exists():
             subprocess.run(["ip", "link", "delete", self.bridge], check=False)
 
@@ -93,6 +114,28 @@ class SecondEngine:
                 if time.monotonic() > deadline or self.proc.poll() is not None:
                     raise
                 time.sleep(0.5)
+
+    def restart(self) -> None:
+        """The engine restarted under a run: SIGTERM to this dockerd (its own pid), waited
+        for, its containerd stopped if it outlived it, then started again on the same roots
+        (its images and containers kept)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=90)
+        self._signal_containerd(signal.SIGTERM)
+        for _ in range(150):
+            if not self._containerd_alive():
+                break
+            time.sleep(0.2)
+        self.start()
+
+    def _containerd_alive(self) -> bool:
+        pid = self._containerd_pid()
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, IndexError):
+            return False
+        return bool(pid) and state not in ("Z", "X")
 
     def kill(self) -> None:
         """The engine lost: SIGKILL to this dockerd, then to its containerd (a containerd
@@ -200,12 +243,13 @@ def _mounted(point: str) -> bool:
 
 
 @contextmanager
-def second_dockerd(tls: bool = False) -> Iterator[SecondEngine]:
-    """A started second engine (with a mutual-TLS tcp:// listener too when `tls`), stopped
-    and its directories removed on the way out."""
+def second_dockerd(tls: bool = False, outbound: bool = False) -> Iterator[SecondEngine]:
+    """A started second engine (with a mutual-TLS tcp:// listener too when `tls`, a way out
+    for its containers when `outbound`), stopped and its directories removed on the way
+    out."""
     # A short path: a unix socket's path holds at most 107 bytes.
     root = Path(tempfile.mkdtemp(prefix="sb-engine-", dir="/tmp"))
-    daemon = SecondEngine(root, tls)
+    daemon = SecondEngine(root, tls, outbound)
     try:
         daemon.start()
         yield daemon

@@ -85,6 +85,15 @@ def _cells(spec: arms.ArmSpec, the_suite: suite.Suite) -> tuple[tuple[str, int],
                  for rep in range(the_suite.reps + 1))
 
 
+def suite_images(settings: Settings, suite_name: str) -> list[str]:
+    """The images a run of the suite starts: each of its arms' image, in the suite's order.
+    An oracle's image is not among them: `sandbench truth build` runs it, and the truth it
+    made is sealed with the suite, so a run never needs it."""
+    the_suite = suite.load_suite(settings.suites_dir, suite_name)
+    wanted = [spec.image for spec in arms.load_arms(settings.arms_dir, list(the_suite.arms))]
+    return list(dict.fromkeys(wanted))
+
+
 def plan(settings: Settings, suite_name: str, only: list[str] | None = None,
          engine: Engine | None = None) -> Plan:
     """What a run would do, and what is missing, without starting anything."""

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from orchestrator import images
+from orchestrator import images, run
 from orchestrator.cli._common import (BenchRoot, Json, emit_json, seconds_text, settings, show,
                                       size_text, table, yes_no)
 from orchestrator.cli._help import Command, Group
@@ -25,17 +25,36 @@ def build(names: list[str] = typer.Argument(None, metavar="NAME",
           artifact: list[str] = typer.Option(None, "--artifact", metavar="NAME=PATH",
                                              help="A file a recipe needs (e.g. "
                                                   "devscout=./devscout); repeat for several."),
+          suite: str = typer.Option(None, "--suite", metavar="SUITE",
+                                    help="Only the images this suite's arms run in (with "
+                                         "their parents), besides any NAME."),
+          jobs: int = typer.Option(1, "--jobs", min=1, metavar="N",
+                                   help="How many images build at once (each after its "
+                                        "parent)."),
           bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Build images whose recipe changed or whose image is missing; skip the rest."""
     cfg = settings(bench_root)
     artifacts = images.parse_artifacts(artifact or [])
+    wanted = list(names or ())
+    if suite is not None:
+        wanted += [n for n in run.suite_images(cfg, suite) if n not in wanted]
     engine = None if dry_run else Engine.connect()
-    outcomes = images.build(engine, cfg, names or (), dry_run=dry_run, artifacts=artifacts)
+    outcomes = images.build(engine, cfg, wanted, dry_run=dry_run, artifacts=artifacts,
+                            jobs=jobs)
+    # Nothing named builds every recipe; with --suite, say which recipes were left out.
+    left_out = (sorted(set(images.load_recipes(cfg.images_dir)) - {o.name for o in outcomes})
+                if suite is not None else [])
+    note = (f"not built (no arm of suite {suite!r} runs in them): {', '.join(left_out)}"
+            if left_out else None)
     if as_json:
         emit_json([dataclasses.asdict(o) for o in outcomes])
+        if note:
+            typer.echo(note, err=True)
         return
     show(table([dataclasses.asdict(o) for o in outcomes],
                ["name", "action", "reason", "tag", "seconds"]))
+    if note:
+        typer.echo(note)
 
 
 @app.command("ls", cls=Command)

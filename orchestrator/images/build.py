@@ -8,12 +8,16 @@ from __future__ import annotations
 import io
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import tarfile
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+import dataclasses
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -200,12 +204,23 @@ def _in_image(engine: Engine, image_id: str, argv: list[str]) -> str:
 
 def _manifests(engine: Engine, settings: Settings, recipe: Recipe, image_id: str
                ) -> dict[str, Any]:
-    """dpkg and pip manifests of the image, stored beside the lock, plus the tool version."""
+    """dpkg and pip manifests of the image, stored beside the lock, plus the tool version,
+    read by one short container (each container costs a start and a removal), the three
+    outputs separated by a marker of this call's own."""
     folder = settings.bench_root / "image-manifests" / recipe.name
-    dpkg = _in_image(engine, image_id, ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"])
-    pip = _in_image(engine, image_id, ["sh", "-c", "if [ -x /opt/tool/bin/python ]; then "
-                                       "/opt/tool/bin/python -m pip freeze --all; fi"])
-    version = _in_image(engine, image_id, list(recipe.tool_version)).strip().splitlines()
+    marker = f"--sandbench-manifest-{secrets.token_hex(8)}--"
+    script = ("dpkg-query -W -f '${Package}=${Version}\\n' && echo \"$1\" && "
+              "if [ -x /opt/tool/bin/python ]; then /opt/tool/bin/python -m pip freeze --all; "
+              "fi && echo \"$1\" && shift && exec \"$@\"")
+    out = _in_image(engine, image_id, ["sh", "-c", script, "sh", marker,
+                                       *recipe.tool_version])
+    parts = out.split(marker + "\n")
+    if len(parts) != 3:
+        raise EngineError(f"the manifests of image {image_id[:19]} are not three parts",
+                          why=f"expected dpkg, pip and version output separated by {marker}, "
+                              f"found {len(parts)} parts")
+    dpkg, pip, version_text = parts
+    version = version_text.strip().splitlines()
     files = {}
     for kind, text in (("dpkg", "".join(sorted(dpkg.splitlines(keepends=True)))), ("pip", pip)):
         path = folder / f"{kind}.txt"
@@ -226,11 +241,13 @@ class BuildOutcome:
 
 
 def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
-          dry_run: bool = False, artifacts: dict[str, Path] | None = None
+          dry_run: bool = False, artifacts: dict[str, Path] | None = None, jobs: int = 1
           ) -> list[BuildOutcome]:
     """Build the named recipes (all when none are named) and their ancestors, skipping every
     image whose recipe hash is unchanged and whose image is present. A recipe that needs a
-    user-supplied artifact is `unavailable` until one is given."""
+    user-supplied artifact is `unavailable` until one is given. Up to `jobs` images build at
+    once, each only after its parent: what an image contains does not depend on it, but its
+    `build_seconds` are wall time shared with the others (the lock keeps `build_jobs`)."""
     artifacts = artifacts or {}
     recipes = load_recipes(settings.images_dir)
     for name in artifacts:
@@ -238,12 +255,102 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
             raise InputError.bad_value("--artifact", "--artifact", "the artifact of a recipe "
                                        f"({sorted(r.artifact for r in recipes.values() if r.artifact)})",
                                        name)
-    lock = ImageLock.load(settings.images_lock)
-    outcomes: list[BuildOutcome] = []
-    rebuilt: set[str] = set()
-    for recipe in select(recipes, names):
-        entry = lock.images.get(recipe.name)
-        parent_changed = recipe.parent in rebuilt
+    state = _Builds(engine, settings, ImageLock.load(settings.images_lock), artifacts, dry_run,
+                    max(jobs, 1))
+    chosen = select(recipes, names)
+    if state.jobs == 1 or len(chosen) == 1:
+        return [state.one(recipe) for recipe in chosen]
+    return _build_at_once(state, chosen)
+
+
+def _build_at_once(state: _Builds, chosen: list[Recipe]) -> list[BuildOutcome]:
+    """Every recipe of `chosen` submitted once its parent's build ended, those with the most
+    descendants first (the longest chain starts soonest); no worker waits for a parent. A
+    recipe's timing helper is built beside its children (they build FROM its image, not from
+    the helper). The first failure (in build order) is raised once the builds already running
+    have ended; nothing waiting for a parent starts after it."""
+    names = {r.name for r in chosen}
+    below = {r.name: 0 for r in chosen}
+    for recipe in chosen:
+        parent = recipe.parent
+        while parent in names:
+            below[parent] += 1
+            parent = next(r.parent for r in chosen if r.name == parent)
+    done: dict[str, BuildOutcome] = {}
+    waiting = list(chosen)
+    running: dict[Future[Any], tuple[str, str]] = {}  # -> (image, "image" | "helper")
+    failures: dict[str, BaseException] = {}
+    state.defer_helpers = True
+    with ThreadPoolExecutor(max_workers=state.jobs, thread_name_prefix="image-build") as pool:
+        while waiting or running:
+            ready = [r for r in waiting if r.parent not in names or r.parent in done]
+            if not failures:
+                for recipe in sorted(ready, key=lambda r: -below[r.name]):
+                    if len(running) == state.jobs:
+                        break
+                    waiting.remove(recipe)
+                    running[pool.submit(state.one, recipe)] = (recipe.name, "image")
+            if not running:
+                break
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                name, part = running.pop(future)
+                if (error := future.exception()) is not None:
+                    failures[name] = error
+                elif part == "helper":
+                    done[name] = dataclasses.replace(
+                        done[name], seconds=round((done[name].seconds or 0) + future.result(), 3))
+                else:
+                    done[name] = future.result()
+                    if name in state.deferred:
+                        running[pool.submit(state.finish_helper, name)] = (name, "helper")
+    if failures:
+        raise next(failures[r.name] for r in chosen if r.name in failures)
+    return [done[r.name] for r in chosen]
+
+
+class _Builds:
+    """The state one `build` call shares among its workers: the lock (changed and saved under
+    one mutex) and the images rebuilt so far."""
+
+    def __init__(self, engine: Engine | None, settings: Settings, lock: ImageLock,
+                 artifacts: dict[str, Path], dry_run: bool, jobs: int) -> None:
+        self.engine, self.settings, self.lock = engine, settings, lock
+        self.artifacts, self.dry_run, self.jobs = artifacts, dry_run, jobs
+        self.rebuilt: set[str] = set()
+        self.mutex = threading.Lock()
+        # With `defer_helpers`, a recipe's timing helper is left to `finish_helper`, so that
+        # its children need not wait for it; `deferred` holds what that build needs.
+        self.defer_helpers = False
+        self.deferred: dict[str, tuple[Recipe, dict[str, str]]] = {}
+
+    def finish_helper(self, name: str) -> float:
+        """The deferred helper of image `name` built and added to its lock entry, its seconds
+        added to the entry's build_seconds; returns those seconds. Until then the entry has no
+        helper, so a build stopped in between builds the helper alone next time."""
+        assert self.engine is not None
+        recipe, build_args = self.deferred.pop(name)
+        started = time.monotonic()
+        helper = _build_helper(self.engine, self.settings, recipe, build_args)
+        seconds = time.monotonic() - started
+        with self.mutex:
+            entry = self.lock.images[name]
+            self.lock.images[name] = {**entry, "helper": helper, "build_seconds":
+                                      round(entry["build_seconds"] + seconds, 3)}
+            self.lock.save()
+        return seconds
+
+    def save(self, name: str | None = None, entry: dict[str, Any] | None = None) -> None:
+        with self.mutex:
+            if name is not None:
+                self.lock.images[name] = entry
+            self.lock.save()
+
+    def one(self, recipe: Recipe) -> BuildOutcome:
+        engine, settings, lock, dry_run = self.engine, self.settings, self.lock, self.dry_run
+        with self.mutex:
+            entry = lock.images.get(recipe.name)
+            parent_changed = recipe.parent in self.rebuilt
         if recipe.bootstrap is not None:
             if dry_run or engine is None:
                 parent_id, base_info = (entry or {}).get("parent_id", ""), {}
@@ -251,17 +358,17 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
                 parent_id, base_info = rootfs(engine, settings, recipe)
             build_args = {"ROOTFS": parent_id}
         else:
-            parent_entry = lock.images.get(recipe.parent or "", {})
+            with self.mutex:
+                parent_entry = lock.images.get(recipe.parent or "", {})
             parent_id, base_info = parent_entry.get("image_id", ""), {}
             # FROM the parent's image id, never its tag: another bench root on the same
             # engine may have pointed the tag at its own build of the same recipe.
             build_args = {"BASE": parent_entry.get("image_id", "")}
-        artifact = artifacts.get(recipe.artifact or "")
+        artifact = self.artifacts.get(recipe.artifact or "")
         if recipe.artifact:
             if artifact is None and entry is None:
-                outcomes.append(BuildOutcome(recipe.name, "unavailable", f"needs --artifact "
-                                             f"{recipe.artifact}=PATH"))
-                continue
+                return BuildOutcome(recipe.name, "unavailable",
+                                    f"needs --artifact {recipe.artifact}=PATH")
             build_args["ARTIFACT_SHA256"] = (sha256_file(artifact) if artifact else
                                              entry.get("build_args", {}).get("ARTIFACT_SHA256",
                                                                              ""))
@@ -270,47 +377,47 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
         if reason is None and recipe.helper is not None and (
                 missing := host_helper.entry_problem(settings, entry)):
             if dry_run or engine is None:
-                outcomes.append(BuildOutcome(recipe.name, "would-build", missing))
-                continue
+                return BuildOutcome(recipe.name, "would-build", missing)
             # The image is what the recipe makes; only the host's copy of its helper is not.
-            entry["helper"] = _build_helper(engine, settings, recipe, build_args)
-            lock.save()
-            outcomes.append(BuildOutcome(recipe.name, "built", f"helper only: {missing}",
-                                         entry["tag"], entry["image_id"]))
-            continue
+            helper = _build_helper(engine, settings, recipe, build_args)
+            self.save(recipe.name, {**entry, "helper": helper})
+            return BuildOutcome(recipe.name, "built", f"helper only: {missing}",
+                                entry["tag"], entry["image_id"])
         if reason is None:
             note = "recipe hash unchanged and image present"
             if engine is not None and _retag(engine, entry):
                 note += "; tag re-pointed at the locked image"
-            outcomes.append(BuildOutcome(recipe.name, "up-to-date", note, entry["tag"],
-                                         entry["image_id"]))
-            continue
+            return BuildOutcome(recipe.name, "up-to-date", note, entry["tag"],
+                                entry["image_id"])
         if dry_run or engine is None:
-            outcomes.append(BuildOutcome(recipe.name, "would-build", reason))
-            rebuilt.add(recipe.name)
-            continue
+            with self.mutex:
+                self.rebuilt.add(recipe.name)
+            return BuildOutcome(recipe.name, "would-build", reason)
         tag = tag_for(recipe.name, rhash)
         labels = lb.base_labels(**{lb.LABEL_IMAGE: recipe.name, lb.LABEL_RECIPE: rhash})
         logger.info("build", image=recipe.name, reason=reason, tag=tag)
         started = time.monotonic()
         image_id = _docker_build(engine, settings, recipe, tag, build_args, labels, artifact)
+        defer = recipe.helper is not None and self.defer_helpers
         helper = (_build_helper(engine, settings, recipe, build_args)
-                  if recipe.helper is not None else None)
+                  if recipe.helper is not None and not defer else None)
         seconds = round(time.monotonic() - started + _bootstrap_seconds(base_info, entry), 3)
         size = engine.inspect_image(image_id)["Size"]
-        lock.images[recipe.name] = {
+        self.save(recipe.name, {
             "recipe_hash": rhash, "image_id": image_id, "tag": tag, "parent": recipe.parent,
             "parent_id": parent_id, "build_args": build_args, "build_seconds": seconds,
+            "build_jobs": self.jobs,
             "size_bytes": size, "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             **({"base": base_info} if base_info else {}),
             **({"helper": helper} if helper else {}),
             **({"artifact": {"name": recipe.artifact, "path": str(artifact),
                              "sha256": build_args["ARTIFACT_SHA256"]}} if artifact else {}),
-            **_manifests(engine, settings, recipe, image_id)}
-        lock.save()
-        rebuilt.add(recipe.name)
-        outcomes.append(BuildOutcome(recipe.name, "built", reason, tag, image_id, seconds))
-    return outcomes
+            **_manifests(engine, settings, recipe, image_id)})
+        with self.mutex:
+            self.rebuilt.add(recipe.name)
+            if defer:
+                self.deferred[recipe.name] = (recipe, build_args)
+        return BuildOutcome(recipe.name, "built", reason, tag, image_id, seconds)
 
 
 def _retag(engine: Engine, entry: dict[str, Any]) -> bool:

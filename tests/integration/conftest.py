@@ -4,11 +4,14 @@ fixture of tests/conftest.py). Containers a test starts are removed by their rec
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from benchmarks.second_engine import SecondEngine, second_dockerd
 from orchestrator import images
 from orchestrator.engine import Engine
 from orchestrator.score import scorer
@@ -22,6 +25,22 @@ def built(engine: Engine) -> Settings:
     settings = load_settings()
     images.build(engine, settings)
     return settings
+
+
+@pytest.fixture
+def second_engine(engine: Engine) -> Iterator[SecondEngine]:
+    """A dockerd of this test's own (benchmarks/second_engine.py): the only engine a test may
+    stop, kill or restart; the shared engine is never signalled."""
+    if os.geteuid() != 0 or shutil.which("dockerd") is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs as root with Debian's docker.io (dockerd)")
+        pytest.skip("starting a second dockerd needs root and dockerd")
+    shared_bridge = Path("/sys/class/net/docker0")
+    had_bridge = shared_bridge.exists()
+    with second_dockerd() as daemon:
+        yield daemon
+    # A dockerd started with --bridge=none deletes docker0: the shared engine's, not its own.
+    assert shared_bridge.exists() or not had_bridge, "the second engine removed docker0"
 
 
 @pytest.fixture

@@ -6,14 +6,11 @@ on the first alone: grades and payload bytes equal to a one-engine run."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from benchmarks.second_engine import SecondEngine, second_dockerd
+from benchmarks.second_engine import SecondEngine
 from orchestrator import corpus, engines, run
 from orchestrator.engine import Engine, engine_address
 from orchestrator.errors import SandbenchError
@@ -21,20 +18,6 @@ from orchestrator.settings import Settings
 from tests.integration.conftest import grades_and_bytes
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def second_engine(engine: Engine) -> Iterator[SecondEngine]:
-    if os.geteuid() != 0 or shutil.which("dockerd") is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI runs as root with Debian's docker.io (dockerd)")
-        pytest.skip("starting a second dockerd needs root and dockerd")
-    shared_bridge = Path("/sys/class/net/docker0")
-    had_bridge = shared_bridge.exists()
-    with second_dockerd() as daemon:
-        yield daemon
-    # A dockerd started with --bridge=none deletes docker0: the shared engine's, not its own.
-    assert shared_bridge.exists() or not had_bridge, "the second engine removed docker0"
 
 
 def test_two_engines_one_lost_mid_run_resume_on_the_other_equals_one_engine(

@@ -45,6 +45,30 @@ def test_dry_run_build_lists_every_image_without_an_engine(monkeypatch: pytest.M
     assert not (tmp_path / "b").exists()
 
 
+def test_build_for_a_suite_lists_its_arms_images_parents_first_and_names_the_rest(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")
+    result = runner.invoke(app, ["images", "build", "--suite", "demo", "--dry-run", "--json",
+                                 "--bench-root", str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    listed = [o["name"] for o in json.loads(result.stdout)]
+    # The demo's arms' images (devscout's too: its artifact decides, not the suite), their
+    # parents first; no oracle, no image only tests or other suites use.
+    assert listed == ["base", "ast-grep", "mcp", "code-index-mcp", "code-review-graph", "ctags",
+                      "devscout", "rg"]
+    assert result.stderr.strip() == (
+        "not built (no arm of suite 'demo' runs in them): aider-repomap, base-trixie, "
+        "engine-agent, oracle-rust-analyzer, oracle-scip-typescript, probe, serena")
+    assert not (tmp_path / "b").exists()
+
+
+def test_build_for_an_unknown_suite_exits_2(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["images", "build", "--suite", "nosuch", "--dry-run",
+                                 "--bench-root", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "nosuch" in result.output and "Traceback" not in result.output
+
+
 def test_unknown_image_exits_2_naming_the_known_ones(tmp_path: Path) -> None:
     result = runner.invoke(app, ["images", "build", "nope", "--dry-run", "--bench-root",
                                  str(tmp_path)])

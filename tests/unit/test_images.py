@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import shutil
+import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from orchestrator import images
-from orchestrator.errors import InputError
+from orchestrator.errors import EngineError, InputError
 from orchestrator.fsutil import sha256_bytes
 from orchestrator.images import helper as host_helper
 from orchestrator.settings import Settings
@@ -316,3 +319,100 @@ def test_bootstrap_seconds_are_carried_over_while_the_engine_keeps_the_rootfs() 
     assert _bootstrap_seconds(other, before) == 0.0 and "bootstrap_seconds" not in other
     assert _bootstrap_seconds({"source": "registry", "reference": "x"}, before) == 0.0
     assert _bootstrap_seconds({}, None) == 0.0
+
+
+def test_jobs_build_siblings_at_once_each_after_its_parent_and_a_failure_stops_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    build_mod = importlib.import_module("orchestrator.images.build")
+    monkeypatch.setenv("SANDBENCH_DEBIAN_MIRROR", "http://mirror.test/debian")
+    monkeypatch.delenv("SANDBENCH_BASE_IMAGE", raising=False)
+    monkeypatch.setattr(build_mod.shutil, "which", lambda name: f"/usr/sbin/{name}")
+    monkeypatch.setattr(build_mod, "_run_host", lambda argv, what: (
+        Path(argv[-2]).mkdir() if what == "debootstrap"
+        else Path(argv[argv.index("-cf") + 1]).write_bytes(b"tar")))
+    events: list[tuple[str, str]] = []
+    guard = threading.Lock()
+    running: set[str] = set()
+    overlap: list[set[str]] = []
+
+    def docker_build(engine: object, settings: object, recipe: images.Recipe, tag: object,
+                     build_args: dict[str, str], *rest: object, **kw: object) -> str:
+        with guard:
+            events.append(("start", recipe.name))
+            running.add(recipe.name)
+            overlap.append(set(running))
+        time.sleep(0.2)
+        with guard:
+            running.discard(recipe.name)
+            events.append(("end", recipe.name))
+        if recipe.name == "ctags":
+            raise EngineError("image 'ctags' failed to build")
+        return "sha256:" + sha256_bytes(recipe.name.encode())
+
+    def build_helper(*args: object) -> dict[str, object]:
+        with guard:
+            events.append(("start", "helper"))
+        time.sleep(0.3)
+        with guard:
+            events.append(("end", "helper"))
+        return {"path": "helper/sandbench-exec-000000000000", "sha256": "0" * 64,
+                "size_bytes": 1}
+
+    monkeypatch.setattr(build_mod, "_docker_build", docker_build)
+    monkeypatch.setattr(build_mod, "_build_helper", build_helper)
+    monkeypatch.setattr(build_mod, "_manifests", lambda *a: {})
+    settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
+    names = ["rg", "ast-grep", "code-index-mcp"]
+    outcomes = images.build(_BootstrapEngine(), settings, names, jobs=3)  # type: ignore[arg-type]
+    assert [o.name for o in outcomes] == ["base", "ast-grep", "mcp", "code-index-mcp", "rg"]
+    order = [name for kind, name in events if kind == "end"]
+    starts = [name for kind, name in events if kind == "start"]
+    for child, parent in (("ast-grep", "base"), ("mcp", "base"), ("rg", "base"),
+                          ("code-index-mcp", "mcp")):
+        assert order.index(parent) < starts.index(child), (child, events)
+    assert max(len(s) for s in overlap) >= 2  # siblings did build at once
+    # base's helper is built beside its children, and its seconds count in base's build
+    assert events.index(("start", "ast-grep")) < events.index(("end", "helper"))
+    base = images.ImageLock.load(settings.images_lock).images["base"]
+    assert base["helper"]["sha256"] == "0" * 64
+    assert base["build_seconds"] == outcomes[0].seconds >= 0.2 + 0.3 - 0.002
+    lock = images.ImageLock.load(settings.images_lock)  # schema-checked, every entry written
+    assert sorted(lock.images) == sorted(o.name for o in outcomes)
+    assert {e["build_jobs"] for e in lock.images.values()} == {3}
+    assert lock.images["code-index-mcp"]["build_args"]["BASE"] == lock.images["mcp"]["image_id"]
+    # A failed image's error is raised; its siblings' entries that finished are kept.
+    with pytest.raises(EngineError, match="ctags"):
+        images.build(_BootstrapEngine(), Settings(project_root=REPO,  # type: ignore[arg-type]
+                                                  bench_root=tmp_path / "b2"),
+                     ["ctags", "rg"], jobs=2)
+    assert "ctags" not in images.ImageLock.load(tmp_path / "b2" / "images.lock").images
+
+
+class _HostShellEngine:
+    """run_once runs the container's command on this host (Debian: dpkg-query is here)."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def run_once(self, spec: dict) -> bytes:
+        self.runs += 1
+        return subprocess.run(spec["command"], capture_output=True, check=True).stdout
+
+
+def test_manifests_and_tool_version_come_from_one_container(tmp_path: Path) -> None:
+    if shutil.which("dpkg-query") is None:
+        pytest.skip("needs dpkg-query on this host")
+    build_mod = importlib.import_module("orchestrator.images.build")
+    recipe = dataclasses.replace(images.load_recipes(REPO / "images")["rg"],
+                                 tool_version=("echo", "ripgrep 13.0.0", "--x"))
+    settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
+    engine = _HostShellEngine()
+    got = build_mod._manifests(engine, settings, recipe, "sha256:" + "1" * 64)
+    assert engine.runs == 1
+    assert got["tool_version"] == "ripgrep 13.0.0 --x"
+    dpkg = (settings.bench_root / got["manifests"]["dpkg"]["path"]).read_text()
+    listed = subprocess.run(["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"],
+                            capture_output=True, text=True, check=True).stdout
+    assert dpkg == "".join(sorted(listed.splitlines(keepends=True)))
+    assert got["manifests"]["dpkg"]["packages"] == len(listed.splitlines()) > 0
+    assert (settings.bench_root / got["manifests"]["pip"]["path"]).read_text() == ""
