@@ -191,6 +191,7 @@ def _arm_record(a: ArmPlan, settings: Settings) -> dict[str, Any]:
     return {"image": a.spec.image, "image_id": a.image_id, "tool_version": a.tool_version,
             "spec_sha256": sha256_file(a.spec.path), "spec": a.spec.to_json(),
             "unavailable": a.unavailable, "install_seconds": entry.get("build_seconds"),
+            "install_build_jobs": entry.get("build_jobs", 1),
             "image_size_bytes": entry.get("size_bytes"), "artifact": entry.get("artifact")}
 
 

@@ -163,6 +163,13 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
                 d.startswith(f"arm {arm} ") for d in deviations):
             why = "left out of this run" if state == "absent" else state
             deviations.append(f"arm {arm} was not measured ({why})")
+    shared = sorted(arm for arm, data in run["arms"].items()
+                    if data.get("install_build_jobs", 1) > 1 and data.get("install_seconds"))
+    if shared:
+        most = max(run["arms"][arm]["install_build_jobs"] for arm in shared)
+        deviations.append(f"the install times of {', '.join(shared)} were measured with up to "
+                          f"{most} image builds at once (images build --jobs): wall time "
+                          "shared with the other builds, not each image's own")
     hosts = _engine_hosts(run)
     if hosts:
         deviations.append("the arms ran on " + str(len(run["engines"])) + " Docker engines, "

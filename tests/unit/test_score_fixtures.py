@@ -111,6 +111,7 @@ class Arm:
     refused: str | None = None
     setup_wall_ns: int | None = None
     install_seconds: float | None = 10.0
+    install_build_jobs: int = 1
     state_bytes: int = 0
     tool_version: str = ""
     env: dict[str, str] = field(default_factory=lambda: {"HOME": "/state/home"})
@@ -210,7 +211,7 @@ class RunBuilder:
                 "image": a.name, "image_id": "sha256:" + "1" * 64, "tool_version": a.tool_version,
                 "spec_sha256": inputs[f"arms/{a.name}.toml"], "spec": specs[a.name],
                 "unavailable": a.unavailable, "install_seconds": a.install_seconds,
-                "image_size_bytes": 1000, "artifact": None}
+                "install_build_jobs": a.install_build_jobs, "image_size_bytes": 1000, "artifact": None}
             if a.refused:
                 entry["refused"] = a.refused
             run["arms"][a.name] = entry

@@ -290,3 +290,17 @@ def test_a_listing_cut_at_a_walk_bound_is_carried_to_the_document(built: RunBuil
     line = next(x for x in document.splitlines() if "listing cut" in x)
     assert line.startswith("  - state listing cut at its depth bound (256), first left out: ")
     assert "\n# Forged" not in document
+
+
+def test_install_times_of_images_built_at_once_are_disclosed(tmp_path: Path) -> None:
+    """An image built beside others (images build --jobs) has a shared wall time as its
+    install time: the disclosure says so, naming those arms."""
+    b = RunBuilder(tmp_path, arms=[Arm("rg", install_build_jobs=3),
+                                   Arm("peer", install_build_jobs=3),
+                                   Arm("solo", install_build_jobs=1)])
+    b.cells[("rg", "ref-money")] = Cell(GOOD_REFS)
+    scores, _ = compute(b.build().run_dir, b.suite_dir)
+    shared = [d for d in scores["environment"]["deviations"] if "image builds at once" in d]
+    assert shared == ["the install times of peer, rg were measured with up to 3 image builds at "
+                      "once (images build --jobs): wall time shared with the other builds, not "
+                      "each image's own"]
