@@ -551,10 +551,15 @@ class SerenaParser:
         around = item.get("content_around_reference")
         _require(isinstance(around, str), self.name, "a string `content_around_reference`",
                  item)
-        marked = [m for m in map(_SERENA_MATCH.fullmatch, around.split("\n")) if m]
-        _require(len(marked) == 1, self.name, "exactly one line marked `  >`", around)
-        return Row(path, untrusted.line_number(marked[0]["line"], what="serena line number",
-                                               zero_based=True), _reason(marked[0]["text"]))
+        marked = None
+        for line in around.split("\n"):
+            if match := _SERENA_MATCH.fullmatch(line):
+                _require(marked is None, self.name, "exactly one line marked `  >`", around)
+                marked = match
+        _require(marked is not None, self.name, "exactly one line marked `  >`", around)
+        assert marked is not None
+        return Row(path, untrusted.line_number(marked["line"], what="serena line number",
+                                               zero_based=True), _reason(marked["text"]))
 
 
 # -- the registry -------------------------------------------------------------------------------

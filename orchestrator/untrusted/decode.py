@@ -7,8 +7,9 @@ its caller), and converts a decimal integer in time quadratic in its digits (a V
 its own past 4,300). So before `json` sees a text:
 
 - its length is checked against `limits.JSON_MAX_CHARS`;
-- its nesting is measured by one linear scan (strings removed by a regex that can neither
-  backtrack nor start twice inside one string, then a running sum of the brackets left),
+- its nesting is measured by one linear scan (escapes, then strings removed by a regex that
+  can neither backtrack nor start twice inside one string, then a running sum of the
+  brackets left),
   and refused past `limits.JSON_MAX_DEPTH`: the recursive decoder then stays far from the
   interpreter's recursion limit, whoever calls it;
 - every number is handed to a hook that refuses it past `limits.NUMBER_MAX_CHARS` before it
@@ -33,11 +34,10 @@ from typing import Any
 from orchestrator.untrusted import limits
 from orchestrator.untrusted.errors import HostileInput
 
-# A JSON string from its opening quote: every character but a quote or a backslash, or a
-# backslash and the character after it, up to the closing quote or the end of the text. Each
-# character can be matched one way only and the match always succeeds where it starts, so a
-# scan never backtracks and never starts again inside a string it has passed.
-_STRING = re.compile(r'"[^"\\]*(?:\\[\s\S]?[^"\\]*)*(?:"|\Z)')
+# A JSON string from its opening quote to its closing one (or the end of the text), once its
+# escaped backslashes and quotes are gone: a run of one character class, so a scan never
+# backtracks, keeps no state per character and never starts again inside a string.
+_STRING = re.compile(r'"[^"]*(?:"|\Z)')
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _SPACE = re.compile(r"\s*")
@@ -64,7 +64,10 @@ def nesting(text: str) -> int:
     """The deepest nesting of arrays and objects in `text` outside its strings, by a scan
     linear in its length. An upper bound of what `json` reaches on it: a closing bracket
     where nothing is open ends what `json` reads, so counting on past it only overstates."""
-    structure = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    # Escapes pair left to right, as json reads them: `\\` first, then every `\"` left is an
+    # escaped quote. A backslash outside a string is where json stops reading.
+    unescaped = text.replace("\\\\", "").replace('\\"', "")
+    structure = _NOT_BRACKET.sub("", _STRING.sub("", unescaped))
     return max(accumulate(map(_STEP.__getitem__, structure)), default=0)
 
 
