@@ -192,7 +192,8 @@ CASES = [
     Case("ast-grep", "deep nesting", DEEP, parse("ast-grep")),
     Case("ast-grep", "escaped quotes", ESCAPES, parse("ast-grep")),
     Case("ast-grep", "giant number", LONG_NUMBER, parse("ast-grep")),
-    Case("ast-grep", "many matches", lambda n: _b(_repeat(AST_MATCH, n)), parse("ast-grep"), MIB // 2),
+    Case("ast-grep", "many matches", lambda n: _b(_repeat(AST_MATCH, n)), parse("ast-grep"),
+         MIB // 2),
     # -- code-review-graph -------------------------------------------------------------------
     Case("code-review-graph", "deep nesting", DEEP, parse("code-review-graph")),
     Case("code-review-graph", "many edges",
@@ -214,7 +215,8 @@ CASES = [
          parse("devscout", "locate")),
     Case("devscout", "deep members", lambda n: _b(_repeat('{"members": [', n)),
          parse("devscout")),
-    Case("devscout", "many rows", lambda n: _json_doc("rows", DS_HIT, n), parse("devscout"), MIB // 2),
+    Case("devscout", "many rows", lambda n: _json_doc("rows", DS_HIT, n), parse("devscout"),
+         MIB // 2),
     # -- code-index-mcp ----------------------------------------------------------------------
     Case("code-index-mcp", "deep nesting", DEEP, parse("code-index-mcp")),
     Case("code-index-mcp", "many results", lambda n: _json_doc("results", CIM_MATCH, n),
