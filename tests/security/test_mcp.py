@@ -208,8 +208,8 @@ def test_a_frame_nested_past_the_hosts_bound_fails_its_call_not_the_run(mcp_run:
         session = read_record(_session(mcp_run, "deep", task) / "record.json")
         assert session.outcome == "ok"
         lines = _transcript(mcp_run, "deep", task)
-        deep = [line for line in lines if line["kind"] == "recv" and '"deep"' in
-                line.get("frame", "")]
+        deep = [line for line in lines if line["kind"] == "recv" and '"structuredContent"'
+                in line.get("frame", "")]
         assert len(deep) == 2 and all("[" * 900 in line["frame"] for line in deep)
         results = {line["call"]: line["outcome"] for line in lines if line["kind"] == "result"}
         assert results == {"initialize": "ok", 0: "ok", 1: "ok"}  # the client's own view
