@@ -20,10 +20,12 @@ so it can be fed gigabytes in chunks split anywhere. Anything it cannot vouch fo
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Final
+
+from orchestrator.untrusted import decode as untrusted
+from orchestrator.untrusted.errors import HostileInput
 
 HELPER_VERSION: Final = "0.3.0"
 """The version `sandbench-exec` reports in `helper_version` (its HELPER_VERSION)."""
@@ -105,28 +107,20 @@ def encode_frame(kind: bytes, payload: bytes) -> bytes:
     return kind + len(payload).to_bytes(4, "big") + payload
 
 
-def _reject_constant(name: str) -> Any:
-    raise ProtocolError(f"non-standard JSON constant {name}")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise ProtocolError(f"duplicate key {key!r}")
-        obj[key] = value
-    return obj
-
-
 def _json_object(payload: bytes, what: str) -> dict[str, Any]:
-    """Strict JSON: UTF-8, an object at the top, no duplicate keys, no NaN/Infinity."""
+    """Strict JSON within untrusted.decode's bounds: UTF-8, an object at the top, no
+    duplicate keys, no NaN/Infinity, no number past 40 characters, no deep nesting."""
     try:
-        obj = json.loads(payload.decode("utf-8"), object_pairs_hook=_unique_keys,
-                         parse_constant=_reject_constant)
-    except UnicodeDecodeError as exc:
-        raise ProtocolError(f"{what} is not UTF-8: {exc}") from exc
-    except ValueError as exc:  # JSONDecodeError and the hooks' ProtocolError
-        raise ProtocolError(f"{what} is not valid JSON: {exc}") from exc
+        obj = untrusted.loads(payload, what=what, unique_keys=True)
+    except HostileInput as exc:
+        if exc.kind == "not-utf8":
+            raise ProtocolError(f"{what} is not UTF-8: {exc.message}") from exc
+        if exc.kind == "bad-number" and exc.data.get("found") in ("NaN", "Infinity",
+                                                                   "-Infinity"):
+            raise ProtocolError(f"{what} is not valid JSON: non-standard JSON constant "
+                                f"{exc.data['found']}") from exc
+        raise ProtocolError(f"{what} is not valid JSON: "
+                            f"{exc.message.removeprefix(what + ': ')}") from exc
     if not isinstance(obj, dict):
         raise ProtocolError(f"{what} is not a JSON object")
     return obj
@@ -251,6 +245,9 @@ class _Decoder:
                 self.probe = parse_probe(payload)
         except ProtocolError as exc:
             self.error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a frame fails its exec (tampered), never the run
+            self.error = f"frame {chr(kind or 0)!r} could not be read: {type(exc).__name__}: " \
+                         f"{untrusted.clip(str(exc))}"
 
     def _check_counts(self, result: dict[str, Any]) -> None:
         """The helper relays min(total, cap) bytes per stream: the frames must agree."""

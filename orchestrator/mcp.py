@@ -34,6 +34,8 @@ from orchestrator.fsutil import atomic_write_bytes
 from orchestrator.sandbox_spec import MIB
 from orchestrator.transcripts import (MCP_OUTCOMES, RECORD_NAME, ExecRecord, StreamInfo,
                                       write_record)
+from orchestrator.untrusted import decode as untrusted
+from orchestrator.untrusted.errors import HostileInput
 
 PROTOCOL = "mcp"
 CLIENT = "/usr/local/bin/sandbench-mcp-client"
@@ -138,13 +140,19 @@ class Session:
     server_exit: dict[str, Any] | None = None
     complete: bool = False
     problem: str | None = None  # why the transcript could not be read to its end
+    # A frame the client passed on but the host refuses (nesting, a number's length): the
+    # call it came in for fails as mcp-malformed-frame, whatever the client made of it.
+    refused: str | None = None
     first_t: int | None = None
     last_t: int | None = None
 
 
 def read_transcript(data: bytes) -> Session:
     """The client's JSON lines, each checked for shape; reading stops at the first line that
-    is not one of its own (the session then counts as tampered where it gave no result)."""
+    is not one of its own (the session then counts as tampered where it gave no result).
+    Every line and every frame in it is decoded within untrusted.decode's bounds; a frame
+    the host refuses fails the call it came in for (the client reads one call at a time, so
+    every frame between two results belongs to the later one)."""
     session = Session()
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
@@ -154,9 +162,10 @@ def read_transcript(data: bytes) -> Session:
         lines.pop()
     for number, raw in enumerate(lines, 1):
         try:
-            entry = json.loads(raw)
-        except ValueError:
-            session.problem = f"transcript line {number} is not JSON"
+            entry = untrusted.loads(raw, what=f"transcript line {number}")
+        except HostileInput as exc:
+            session.problem = f"transcript line {number} is not JSON" if exc.kind in (
+                "not-json", "not-utf8") else f"transcript line {number}: {exc.message}"
             break
         t = entry.get("t") if isinstance(entry, dict) else None
         if not isinstance(t, int) or isinstance(t, bool) or "kind" not in entry:
@@ -167,13 +176,15 @@ def read_transcript(data: bytes) -> Session:
         kind = entry["kind"]
         if kind == "start":
             session.start = entry
-        elif kind == "recv" and "frame" in entry:
+        elif kind == "recv" and isinstance(entry.get("frame"), str):
             _note_answer(session, entry["frame"])
         elif kind == "result":
             call = entry.get("call")
+            outcome, detail = str(entry.get("outcome")), str(entry.get("detail") or "")
+            if session.refused is not None:
+                outcome, detail, session.refused = "mcp-malformed-frame", session.refused, None
             session.results[call] = CallResult(call, entry.get("sent"), entry.get("answered"),
-                                               str(entry.get("outcome")),
-                                               str(entry.get("detail") or ""))
+                                               outcome, detail)
         elif kind == "server-exit":
             session.server_exit = {"exit_code": entry.get("exit_code"),
                                    "signal": entry.get("signal")}
@@ -184,10 +195,14 @@ def read_transcript(data: bytes) -> Session:
 
 
 def _note_answer(session: Session, frame: str) -> None:
-    """Responses by request id: the client numbers initialize 0 and the calls from 1."""
+    """Responses by request id: the client numbers initialize 0 and the calls from 1. A frame
+    that is not JSON the client has already failed; one past the host's bounds is refused
+    here, for the call it came in for."""
     try:
-        message = json.loads(frame)
-    except ValueError:
+        message = untrusted.loads(frame, what="a frame from the server")
+    except HostileInput as exc:
+        if exc.kind not in ("not-json", "not-utf8") and session.refused is None:
+            session.refused = f"the host refused {exc.message} ({exc.kind})"
         return
     if isinstance(message, dict) and "method" not in message and isinstance(
             message.get("id"), int) and "result" in message:
@@ -199,7 +214,8 @@ def payload(frame: bytes | None) -> bytes:
     in the order returned (other content types carry no text)."""
     if frame is None:
         return b""
-    result = json.loads(frame).get("result")
+    message = untrusted.loads(frame, what="a frame from the server")
+    result = message.get("result") if isinstance(message, dict) else None
     content = result.get("content") if isinstance(result, dict) else None
     if not isinstance(content, list):
         return b""
@@ -297,18 +313,41 @@ def derive(session_record: ExecRecord, session: Session, cell_dir: Path, *, call
     return record
 
 
+def _session(session_dir: Path) -> Session:
+    """The session's transcript read; whatever reading it raises fails only this session's
+    cells (as tampered, naming why), never the run."""
+    try:
+        return read_transcript((session_dir / "stdout").read_bytes())
+    except Exception as exc:  # noqa: BLE001 - one session's bytes fail only its own cells
+        return Session(problem=f"the transcript could not be read: {type(exc).__name__}: "
+                               f"{untrusted.clip(str(exc))}")
+
+
+def _body(session: Session, call: int) -> bytes:
+    """Call `call`'s payload; an answer the host cannot read fails that call alone, as
+    mcp-malformed-frame."""
+    try:
+        return payload(session.answers.get(call + 1))
+    except Exception as exc:  # noqa: BLE001 - one frame fails only its own call
+        old = session.results.get(call)
+        session.results[call] = CallResult(
+            call, old.sent if old else None, old.answered if old else None,
+            "mcp-malformed-frame", f"the host could not read the answer: "
+            f"{type(exc).__name__}: {untrusted.clip(str(exc))}")
+        return b""
+
+
 def task_records(session_record: ExecRecord, session_dir: Path, task_dir: Path,
                  call: ToolCall, reps: int) -> list[ExecRecord]:
     """REP 0..reps of one task from its session: the call sent reps + 1 times. The warm
     records are written first and REP 0 last."""
-    session = read_transcript((session_dir / "stdout").read_bytes())
+    session = _session(session_dir)
     argv = ["tools/call", call.tool, json.dumps(call.arguments, ensure_ascii=False,
                                                 sort_keys=True)]
     records: dict[int, ExecRecord] = {}
     for rep in [*range(1, reps + 1), 0]:
         outcome, _ = call_outcome(session_record, session, rep)
-        body = payload(session.answers.get(rep + 1)) if outcome in ("ok", "mcp-tool-error") \
-            else b""
+        body = _body(session, rep) if outcome in ("ok", "mcp-tool-error") else b""
         records[rep] = derive(session_record, session, task_dir / str(rep), call=rep,
                               first=rep, argv=argv, body=body, phase="task", rep=rep)
     return [records[rep] for rep in range(reps + 1)]
@@ -317,9 +356,9 @@ def task_records(session_record: ExecRecord, session_dir: Path, task_dir: Path,
 def setup_record(session_record: ExecRecord, session_dir: Path, setup_dir: Path,
                  server: Server) -> ExecRecord:
     """The set-up cell: initialize and the set-up calls, from the server's start."""
-    session = read_transcript((session_dir / "stdout").read_bytes())
+    session = _session(session_dir)
     last: int | str = len(server.setup_calls) - 1 if server.setup_calls else "initialize"
-    body = b"".join(payload(session.answers.get(i + 1)) for i in range(len(server.setup_calls)))
+    body = b"".join(_body(session, i) for i in range(len(server.setup_calls)))
     return derive(session_record, session, setup_dir, call=last, first="spawn",
                   argv=["initialize", *server.argv], body=body, phase="setup", rep=None)
 

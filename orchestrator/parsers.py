@@ -6,6 +6,12 @@ the rows of the answer (repo-relative path, 1-based line, reason), in the tool's
 and the tool-call count. It never guesses: output it cannot read raises `ParseError`, which
 the run records for that cell and moves on.
 
+Every parser reads hostile bytes in time linear in their length: JSON and line numbers go
+through `untrusted.decode` (bounded length, nesting, digits; a refusal is a `HostileInput`
+naming its guard), and every pattern is anchored and splits a line where one fixed mark
+is, never where two open-ended runs meet. The scorer makes a ParseError, a HostileInput
+and any other exception of a parser that cell's `parse-error`, never the whole score's.
+
 Shared conventions:
 
 - **Text.** stdout is decoded as UTF-8 with ``errors="replace"``: a byte that is not UTF-8
@@ -20,7 +26,6 @@ Shared conventions:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +33,8 @@ from typing import Any, Protocol
 
 from orchestrator.errors import InputError
 from orchestrator.kinds import ALL_KINDS, EDGE_KINDS
+from orchestrator.untrusted import decode as untrusted
+from orchestrator.untrusted.errors import HostileInput
 
 CALL_MARKER = b"sandbench-call:"
 CORPUS_PREFIX = "/corpus/"
@@ -89,18 +96,19 @@ def decode(data: bytes) -> str:
 
 
 def repo_path(raw: str, parser: str) -> str:
-    """A path as the tool printed it, made repo-relative; ParseError when it cannot be."""
-    path = raw
+    """A path as the tool printed it, made repo-relative; ParseError when it cannot be
+    (HostileInput `bad-path` past PATH_MAX)."""
+    path = untrusted.path(raw, what=f"{parser} path")
     if path.startswith(CORPUS_PREFIX):
         path = path[len(CORPUS_PREFIX):]
     elif path.startswith("/"):
-        raise ParseError(f"{parser}: absolute path outside /corpus: {raw!r}", parser=parser,
-                         path=raw)
+        raise ParseError(f"{parser}: absolute path outside /corpus: {untrusted.clip(raw)}",
+                         parser=parser, path=raw)
     while path.startswith("./"):
         path = path[2:]
     if not path or ".." in path.split("/"):
-        raise ParseError(f"{parser}: not a path inside the repository: {raw!r}",
-                         parser=parser, path=raw)
+        raise ParseError(f"{parser}: not a path inside the repository: "
+                         f"{untrusted.clip(raw)}", parser=parser, path=raw)
     return path
 
 
@@ -119,20 +127,16 @@ def _reason(text: object) -> str | None:
 
 def _json_values(text: str, parser: str) -> Iterator[Any]:
     """Every JSON value in `text`, one after another (pretty-printed documents back to back,
-    or one per line); ParseError at the first thing that is not JSON."""
-    decoder = json.JSONDecoder()
-    index, end = 0, len(text)
-    while True:
-        while index < end and text[index].isspace():
-            index += 1
-        if index == end:
-            return
-        try:
-            value, index = decoder.raw_decode(text, index)
-        except json.JSONDecodeError as exc:
-            raise ParseError(f"{parser}: not JSON at character {exc.pos}: {exc.msg}",
-                             parser=parser, at=exc.pos) from None
-        yield value
+    or one per line), within untrusted.decode's bounds; ParseError at the first thing that
+    is not JSON."""
+    try:
+        yield from untrusted.json_values(text, what=f"{parser} stdout")
+    except HostileInput as exc:
+        if exc.kind != "not-json":
+            raise
+        raise ParseError(f"{parser}: not JSON at character {exc.data['at']}: "
+                         f"{exc.message.split(': ', 2)[-1]}", parser=parser,
+                         at=exc.data["at"]) from None
 
 
 def _require(cond: bool, parser: str, what: str, found: object) -> None:
@@ -141,8 +145,7 @@ def _require(cond: bool, parser: str, what: str, found: object) -> None:
 
 
 def _short(value: object, limit: int = 120) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
+    return untrusted.clip(value, limit)
 
 
 def _line(value: object, parser: str, *, zero_based: bool = False) -> int:
@@ -155,9 +158,26 @@ def _line(value: object, parser: str, *, zero_based: bool = False) -> int:
 
 # -- ripgrep ------------------------------------------------------------------------------------
 
-_RG_MATCH = re.compile(r"(?P<path>.+?):(?P<line>[0-9]+):(?P<text>.*)")
-_RG_COUNT = re.compile(r".+:[0-9]+")
-_RG_BINARY = re.compile(r".+: binary file matches \(found .+ byte around offset [0-9]+\)")
+# The first `:digits:` of a line ends its path; searched from the line's second character (a
+# path is never empty). Each try starts at a colon and reads the digits after it once.
+_RG_SITE = re.compile(r":([0-9]+):")
+_RG_BINARY = ": binary file matches (found "
+_RG_BINARY_OFFSET = " byte around offset "
+
+
+def _rg_binary_notice(line: str) -> bool:
+    """`PATH: binary file matches (found WHAT byte around offset N)`, by splitting at its
+    fixed marks (a regex of two open-ended runs around them took quadratic time)."""
+    path, mark, rest = line.partition(_RG_BINARY)
+    found, mark2, offset = rest.removesuffix(")").rpartition(_RG_BINARY_OFFSET)
+    return bool(path and mark and rest.endswith(")") and found and mark2
+                and offset.isascii() and offset.isdigit())
+
+
+def _rg_count(line: str) -> bool:
+    """`PATH:COUNT` (`rg -c`)."""
+    path, mark, count = line.rpartition(":")
+    return bool(path and mark and count.isascii() and count.isdigit())
 
 
 class RgParser:
@@ -183,11 +203,11 @@ class RgParser:
             line = line.removesuffix("\r")
             if not line:
                 continue
-            if match := _RG_MATCH.fullmatch(line):
-                rows.append(Row(repo_path(match["path"], self.name), _line(
-                    int(match["line"]), self.name), _reason(match["text"])))
-            elif (kind in RANKED_KINDS and _RG_COUNT.fullmatch(line)) \
-                    or _RG_BINARY.fullmatch(line):
+            if site := _RG_SITE.search(line, 1):
+                rows.append(Row(repo_path(line[:site.start()], self.name),
+                                untrusted.line_number(site[1], what="rg line number"),
+                                _reason(line[site.end():])))
+            elif (kind in RANKED_KINDS and _rg_count(line)) or _rg_binary_notice(line):
                 continue
             else:
                 raise ParseError(f"rg: line {number} is not path:line:text: {_short(line)}",
@@ -353,11 +373,18 @@ class CodeReviewGraphParser:
 # -- devscout -----------------------------------------------------------------------------------
 
 # `file:line` then two spaces (a declaration and its source line), `: ` (a manifest hit and the
-# file's purpose) or nothing: the first `:digits` so followed ends the path.
-_DS_FIND = re.compile(r"(?P<path>.+?):(?P<line>[0-9]+)(?:(?:  |: )(?P<text>.*))?")
+# file's purpose) or nothing: the first `:digits` so followed ends the path. Searched from the
+# line's second character; each try starts at a colon and reads the digits after it once.
+_DS_SITE = re.compile(r":([0-9]+)(?:  |: |$)")
 _DS_TRAILERS = (re.compile(r"… \+[0-9]+ more( declarations)? \(refine query\)"),
                 re.compile(r"\+[0-9]+ resource-key hits, use --resources"))
-_DS_ZERO_HIT = re.compile(r'no matches for ".*" \(run \'devscout map\' if manifest is missing\)')
+_DS_ZERO_HIT = ('no matches for "', "\" (run 'devscout map' if manifest is missing)")
+
+
+def _ds_zero_hit(line: str) -> bool:
+    start, end = _DS_ZERO_HIT
+    return len(line) >= len(start) + len(end) and line.startswith(start) \
+        and line.endswith(end)
 
 
 class DevscoutParser:
@@ -426,14 +453,16 @@ class DevscoutParser:
         for number, line in enumerate(text.split("\n"), 1):
             line = line.removesuffix("\r")
             if not line.strip() or any(t.fullmatch(line) for t in _DS_TRAILERS) \
-                    or _DS_ZERO_HIT.fullmatch(line):
+                    or _ds_zero_hit(line):
                 continue
-            match = _DS_FIND.fullmatch(line)
-            if match is None:
+            site = _DS_SITE.search(line, 1)
+            if site is None:
                 raise ParseError(f"devscout: find line {number} is not file:line: "
                                  f"{_short(line)}", parser=self.name, at=number)
-            rows.append(Row(repo_path(match["path"], self.name),
-                            _line(int(match["line"]), self.name), _reason(match["text"])))
+            text = line[site.end():] if site.end() < len(line) else None
+            rows.append(Row(repo_path(line[:site.start()], self.name),
+                            untrusted.line_number(site[1], what="devscout line number"),
+                            _reason(text)))
         return rows
 
 
@@ -522,10 +551,15 @@ class SerenaParser:
         around = item.get("content_around_reference")
         _require(isinstance(around, str), self.name, "a string `content_around_reference`",
                  item)
-        marked = [m for m in map(_SERENA_MATCH.fullmatch, around.split("\n")) if m]
-        _require(len(marked) == 1, self.name, "exactly one line marked `  >`", around)
-        return Row(path, _line(int(marked[0]["line"]), self.name, zero_based=True),
-                   _reason(marked[0]["text"]))
+        marked = None
+        for line in around.split("\n"):
+            if match := _SERENA_MATCH.fullmatch(line):
+                _require(marked is None, self.name, "exactly one line marked `  >`", around)
+                marked = match
+        _require(marked is not None, self.name, "exactly one line marked `  >`", around)
+        assert marked is not None
+        return Row(path, untrusted.line_number(marked["line"], what="serena line number",
+                                               zero_based=True), _reason(marked["text"]))
 
 
 # -- the registry -------------------------------------------------------------------------------

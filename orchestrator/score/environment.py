@@ -10,7 +10,7 @@ component, and the host is named only by its architecture, cores and memory.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +30,31 @@ def bench_roots(run: Mapping[str, Any], run_dir: Path | None = None) -> list[str
     roots = set()
     if isinstance(run.get("bench_root"), str):
         roots.add(run["bench_root"].rstrip("/"))
-    marker = re.compile(r"(/[^\s'\"`]*?)/runs/" + re.escape(str(run.get("run_id", "\0"))))
+    needle = "/runs/" + str(run.get("run_id", "\0"))
     for text in _strings(run):
-        roots.update(m.group(1) for m in marker.finditer(text))
+        roots.update(_roots_before(text, needle))
     if run_dir is not None:
         here = Path(run_dir).resolve()
         if here.parent.name == "runs":
             roots.add(str(here.parent.parent))
     return sorted((r for r in roots if r and r != "/"), key=lambda r: (-len(r), r))
+
+
+_WORD = re.compile(r"[^\s'\"`]+")
+
+
+def _roots_before(text: str, needle: str) -> Iterator[str]:
+    """In each word of `text` (a run of characters that are not blanks or quotes), what
+    runs from its first `/` up to each `needle` after it: by string search, linear in the
+    text (a lazy pattern tried from every `/` took quadratic time on a run of slashes)."""
+    for word in _WORD.finditer(text):
+        at, end = word.start(), word.end()
+        while (start := text.find("/", at, end)) >= 0:
+            found = text.find(needle, start + 1, end)
+            if found < 0:
+                break
+            yield text[start:found]
+            at = found + len(needle)
 
 
 def _strings(value: Any) -> Iterable[str]:

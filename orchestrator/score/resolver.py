@@ -11,7 +11,6 @@ the whole member-access node starts on.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import InputError
+from orchestrator.untrusted import decode as untrusted
+from orchestrator.untrusted.errors import HostileInput
 
 TIERS = ("precise", "ext", "guess", "heuristic")
 RECALL_TIERS = {"precise": ("precise",), "precise+ext": ("precise", "ext"), "all": TIERS}
@@ -141,9 +142,10 @@ def _rows(path: Any, need: dict[str, type]) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{number}: not JSON: {exc.msg}", file=str(path)) from exc
+            row = untrusted.loads(line, what=f"{path}:{number}")
+        except HostileInput as exc:
+            raise InputError(f"{path}:{number}: not JSON: {exc.message}", file=str(path),
+                             guard=exc.kind) from exc
         for key, kind in need.items():
             if not isinstance(row, dict) or not isinstance(row.get(key), kind) or (
                     kind is int and isinstance(row.get(key), bool)):

@@ -12,7 +12,9 @@ What a cell is:
   the graded exec (`sandbox-unavailable`). Counted on its own.
 - `correct` / `partial` / `wrong`: graded on the cold invocation (REP 0). An exec that failed
   (any other record outcome) or whose output the arm's parser cannot read (`parse-error`) is
-  `wrong` with its failure kind shown, recall 0, never dropped.
+  `wrong` with its failure kind shown, recall 0, never dropped. Whatever a parser raises on
+  a tool's bytes (a bound of `untrusted.decode`, RecursionError, MemoryError, a bug) is that
+  cell's `parse-error`, its message in `parse_error`: one arm's output changes only its cells.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from orchestrator.score.inputs import RunInputs, load
 from orchestrator.score.numbers import median, r6
 from orchestrator.suite import Task
 from orchestrator.transcripts import OUTCOMES
+from orchestrator.untrusted.decode import clip
+from orchestrator.untrusted.errors import HostileInput
 
 SCHEMA = "sandbench.scores/1"
 SCORES_NAME = "scores.json"
@@ -114,14 +118,21 @@ def score_cell(inputs: RunInputs, arm_name: str, task: Task,
         parser = parsers.get_parser(arm.spec["parser"])
         try:
             parsed = parser.parse(stdout, inputs.stderr(cold), task.kind)
+            found_reach = reach.task_reach(parsed.rows, index)
         except parsers.ParseError as err:
             cell["failure"] = "parse-error"
             cell["parse_error"] = err.message
+        except HostileInput as err:  # past a bound of untrusted.decode: its kind says which
+            cell["failure"] = "parse-error"
+            cell["parse_error"] = str(err)
+        except Exception as err:  # noqa: BLE001 - the tool's bytes fail this cell alone
+            cell["failure"] = "parse-error"
+            cell["parse_error"] = f"{type(err).__name__}: {clip(str(err))}"
         else:
             rows = parsed.rows
             graph = parsed.edges
             cell["calls"] = parsed.calls
-            cell["reach"] = reach.task_reach(rows, index)
+            cell["reach"] = found_reach
     if task.kind in EDGE_KINDS:
         graded = edges.grade(task.kind, edge_truth(inputs), graph, inputs.suite.bands)
         cell["edges"] = graded.detail

@@ -33,6 +33,29 @@ WALK_MAX_READ_BYTES = 64 << 30
 
 # -- decoding: JSON, integers, frames (decode.py) ---------------------------------------------
 
+# Characters of one JSON document (or one stream of JSON values) a tool produced: the exec's
+# stream cap (64 MiB). Nothing a tool wrote is kept longer, so nothing honest is refused; a
+# longer text can only be something the host built from several, and is refused whole.
+JSON_MAX_CHARS = 64 * 1024 * 1024
+# Nesting of arrays and objects, checked by a linear scan BEFORE Python's recursive decoder
+# runs, so that decoder never nears the interpreter's recursion limit (about 1,000 frames,
+# less the caller's own): the deepest honest answer (a code-review-graph impact, serena's
+# path > kind > symbol grouping, an MCP result in its JSON-RPC envelope) nests under 12.
+JSON_MAX_DEPTH = 128
+# Characters of one JSON number: a 64-bit integer has at most 20, a double's shortest repr
+# at most 24. Python converts a decimal integer in time quadratic in its digits (and refuses
+# past 4,300 with a ValueError of its own); at 40 a number costs nothing, a longer one is
+# refused before it is converted.
+NUMBER_MAX_CHARS = 40
+# Digits of a line number a tool printed as text (`path:LINE:text`): 999,999,999 lines is
+# 1,000x the longest source file of any corpus; a longer run of digits is not a line.
+LINE_NUMBER_MAX_DIGITS = 9
+# Characters of a path a tool names (an answer's file, a node's file): PATH_MAX.
+PATH_MAX_CHARS = 4096
+# Characters of a tool's text quoted in an error or a failure's detail (`clip`): enough to
+# recognise it, never the whole of a 64 MiB stream.
+EXCERPT_CHARS = 200
+
 # -- text shown to a person: Markdown, terminal (text.py) --------------------------------------
 
 # One tool-derived field on a terminal (a path, a version, a found value in an error): past

@@ -44,6 +44,7 @@ EXPECTED = {  # REP 0 and REP 1 of every task
     "forge": ("ok", "ok"),
     "network": ("mcp-tool-error", "mcp-tool-error"),
     "write": ("mcp-tool-error", "mcp-tool-error"),
+    "deep": ("mcp-malformed-frame", "mcp-malformed-frame"),
 }
 
 
@@ -198,3 +199,22 @@ def test_the_scores_and_the_report_name_every_failure_kind(mcp_run: Path,
     text = report.render_markdown(scores)
     for kind in {k for k, _ in EXPECTED.values()} - {"ok"}:
         assert kind in text
+
+
+def test_a_frame_nested_past_the_hosts_bound_fails_its_call_not_the_run(mcp_run: Path) -> None:
+    """The client takes the frame (its decoder runs near the top of its stack); the host
+    refuses it before its own recursive decoder sees it, as that call's malformed frame."""
+    for task in TASKS:
+        session = read_record(_session(mcp_run, "deep", task) / "record.json")
+        assert session.outcome == "ok"
+        lines = _transcript(mcp_run, "deep", task)
+        deep = [line for line in lines if line["kind"] == "recv" and '"structuredContent"'
+                in line.get("frame", "")]
+        assert len(deep) == 2 and all("[" * 900 in line["frame"] for line in deep)
+        results = {line["call"]: line["outcome"] for line in lines if line["kind"] == "result"}
+        assert results == {"initialize": "ok", 0: "ok", 1: "ok"}  # the client's own view
+        for rep in (0, 1):
+            record = _rep(mcp_run, "deep", task, rep)
+            assert record.outcome == "mcp-malformed-frame"
+            assert "too-deep" in record.mcp["detail"] and "987 levels" in record.mcp["detail"]
+            assert record.stdout.bytes_kept == 0  # nothing of the refused answer is graded
