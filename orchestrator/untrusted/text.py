@@ -87,8 +87,10 @@ def terminal_lines(s: object) -> str:
 
 _ALWAYS = {"\\": "\\\\", "`": "\\`", "*": "\\*", "~": "\\~", "[": "\\[", "]": "\\]",
            "$": "\\$", "@": "\\@", "|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;"}
-_BLOCK_START = re.compile(r"(#{1,6}(?=[ \t]|$)|[-+*](?=[ \t]|$)|=+[ \t]*$|-+[ \t]*$|>)")
-_ORDERED_START = re.compile(r"(\d{1,9})([.)])(?=[ \t]|$)")
+# Any Unicode blank after the marker, not only CommonMark's space and tab: some renderers take
+# a no-break space there too.
+_BLOCK_START = re.compile(r"(#{1,6}(?=\s|$)|[-+*](?=\s|$)|=+\s*$|-+\s*$|>)")
+_ORDERED_START = re.compile(r"(\d{1,9})([.)])(?=\s|$)")
 _WWW = re.compile(r"(?i)www\.")
 
 
@@ -118,8 +120,10 @@ def markdown_inline(s: object) -> str:
     text = visible(str(s))
     out = "".join(_inline_char(text, i) for i in range(len(text)))
     out = _WWW.sub(lambda m: m.group(0)[:3] + "\\.", out)
-    if out[:1] in (" ", "\t"):
-        return "&#32;" + out[1:]  # four leading blanks would start an indented code block
+    if out[:1].isspace():
+        # four leading blanks would start an indented code block; a blank-only cell would
+        # read as an empty one
+        return f"&#{ord(out[0])};" + out[1:]
     ordered = _ORDERED_START.match(out)
     if ordered:
         return f"{ordered.group(1)}\\{ordered.group(2)}{out[ordered.end():]}"
