@@ -52,8 +52,11 @@ TASK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 MANIFEST = "manifest.json"
 PREREGISTRATION = "preregistration.md"
 # The scorer's source files: a change to how numbers are computed changes the seal.
+# Every source a grade depends on: the parsers, the bounded decoder they read tool output
+# through (its limits and its errors), the pin's line index and the scorer.
 SCORER_SOURCES = ("orchestrator/kinds.py", "orchestrator/parsers.py", "orchestrator/pinlines.py",
-                  "orchestrator/score")
+                  "orchestrator/untrusted/decode.py", "orchestrator/untrusted/errors.py",
+                  "orchestrator/untrusted/limits.py", "orchestrator/score")
 
 
 @dataclass(frozen=True)

@@ -209,6 +209,7 @@ def _copy_project(project: Path) -> None:
             shutil.copytree(REPO / source, project / source,
                             ignore=shutil.ignore_patterns("__pycache__"))
         else:
+            (project / source).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / source, project / source)
 
 
