@@ -152,7 +152,7 @@ def hostile_arm(role: str, *, bench: Path, image: str = "hostile", args: tuple[s
 
 
 MCP_MODES = ("good", "exit-early", "version", "error", "malformed", "hang", "flood", "bigframe",
-             "daemon", "forge", "network", "write", "deep")
+             "daemon", "forge", "network", "write", "deep", "deeper")
 MCP_CALL_TIMEOUT_S = 5
 
 

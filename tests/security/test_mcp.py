@@ -45,6 +45,7 @@ EXPECTED = {  # REP 0 and REP 1 of every task
     "network": ("mcp-tool-error", "mcp-tool-error"),
     "write": ("mcp-tool-error", "mcp-tool-error"),
     "deep": ("mcp-malformed-frame", "mcp-malformed-frame"),
+    "deeper": ("mcp-malformed-frame", "mcp-malformed-frame"),
 }
 
 
@@ -218,3 +219,20 @@ def test_a_frame_nested_past_the_hosts_bound_fails_its_call_not_the_run(mcp_run:
             assert record.outcome == "mcp-malformed-frame"
             assert "too-deep" in record.mcp["detail"] and "987 levels" in record.mcp["detail"]
             assert record.stdout.bytes_kept == 0  # nothing of the refused answer is graded
+
+
+def test_a_frame_nested_past_the_clients_own_decoder_ends_its_session_classified(
+        mcp_run: Path) -> None:
+    """Nested past the client's recursion limit, the frame is refused by the client itself:
+    its session ends as a malformed frame (the warm call not sent), never a crashed client;
+    the host, reading the kept frame, refuses it on its own bound as well."""
+    for task in TASKS:
+        session = read_record(_session(mcp_run, "deeper", task) / "record.json")
+        assert session.outcome == "ok"
+        results = {line["call"]: line for line in _transcript(mcp_run, "deeper", task)
+                   if line["kind"] == "result"}
+        assert results[0]["outcome"] == results[1]["outcome"] == "mcp-malformed-frame"
+        assert "not a JSON-RPC message: maximum recursion depth" in results[0]["detail"]
+        assert results[1]["detail"].startswith("not sent") and results[1]["sent"] is None
+        for rep in (0, 1):
+            assert _rep(mcp_run, "deeper", task, rep).outcome == "mcp-malformed-frame"
