@@ -259,16 +259,29 @@ def timing_figure(scores: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]
                "tickvals": log_ticks([x for d in data for x in d["x"]])})}, missing
 
 
+# Decades a log axis may span and still carry 1-2-5 ticks, and how many decades apart its
+# ticks may be at most otherwise: on a phone the plot beside the arms' names is ~120 px wide,
+# where a label needs ~30 px; 1, 2 and 5 are 0.3 and 0.4 of a decade apart.
+LOG_TICKS_125_MAX_DECADES = 1.0
+LOG_TICKS_MAX_PER_AXIS = 3
+
+
 def log_ticks(values: Sequence[float]) -> list[float]:
-    """1-2-5 ticks spanning `values` on a log axis (plotly's own put a label on every digit)."""
+    """Ticks spanning `values` on a log axis that never crowd their labels, whatever the
+    page's width (plotly's own put a label on every digit): 1-2-5 within a decade, powers of
+    ten over a wider span, and every second or third power when the span is wider still."""
     positive = [v for v in values if v > 0]
     if not positive:
         return []
     low, high = min(positive), max(positive)
-    ticks, decade = [], 10.0 ** math.floor(math.log10(low))
-    while decade <= high * 2:
-        ticks += [m * decade for m in (1, 2, 5) if low / 2 <= m * decade <= high * 2]
-        decade *= 10
+    decades = math.log10(high / low)
+    steps = (1, 2, 5) if decades <= LOG_TICKS_125_MAX_DECADES else (1,)
+    every = max(1, math.ceil(decades / LOG_TICKS_MAX_PER_AXIS))
+    ticks, exponent = [], math.floor(math.log10(low))
+    while 10.0 ** exponent <= high * 2:
+        decade = 10.0 ** exponent
+        ticks += [m * decade for m in steps if low / 2 <= m * decade <= high * 2]
+        exponent += every
     return [float(f"{t:.6g}") for t in ticks]
 
 

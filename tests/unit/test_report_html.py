@@ -233,9 +233,10 @@ def test_a_run_built_by_the_fixtures_renders(tmp_path: Path) -> None:
     assert "No samples: devscout." in text
 
 
-def test_log_ticks_span_the_samples() -> None:
-    assert page.log_ticks([9.2, 858.0]) == [5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0,
-                                            1000.0]
+def test_log_ticks_span_the_samples_and_never_crowd() -> None:
+    assert page.log_ticks([12.0, 85.0]) == [10.0, 20.0, 50.0, 100.0]  # within a decade: 1-2-5
+    assert page.log_ticks([9.2, 858.0]) == [10.0, 100.0, 1000.0]  # wider: powers of 10
+    assert page.log_ticks([1.5, 2e6]) == [1.0, 1000.0, 1e6]  # every third power: 3 at most
     assert page.log_ticks([]) == []
 
 
