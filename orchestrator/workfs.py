@@ -208,6 +208,8 @@ def prepare_writable(path: Path, user: str, within: Path) -> None:
     is under it is the arm's own (or a corpus copy, given to the user when it was made)."""
     rel = path.relative_to(within).as_posix()
     uid, gid = (int(x) for x in user.split(":"))
+    # `within` itself is the host's own (no sandbox mount is above it): made as any host dir.
+    within.mkdir(parents=True, exist_ok=True)
     try:
         with untrusted_paths.made_dirs(within, rel) as fd:
             if os.getuid() == 0:

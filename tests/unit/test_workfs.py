@@ -176,3 +176,11 @@ def test_preparing_a_deep_tree_walks_nothing(tmp_path: Path) -> None:
     assert os.stat(work / "state").st_uid == 4321
     assert os.stat(work / "state" / "d").st_uid == os.geteuid()
     walk.remove_tree(work)
+
+
+def test_preparing_makes_the_hosts_own_work_dir_where_missing(tmp_path: Path) -> None:
+    """The work dir above the mounts is the host's (a sandbox writes only below it): a fresh
+    one is made, as a mount's dir is, rather than refused as if an arm had planted it."""
+    work = tmp_path / "fresh" / "arm"
+    workfs.prepare_writable(work / "corpus", f"{os.geteuid()}:{os.getegid()}", work)
+    assert (work / "corpus").is_dir() and not (work / "corpus").is_symlink()
