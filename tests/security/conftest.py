@@ -144,11 +144,29 @@ def hostile_arm(role: str, *, bench: Path, image: str = "hostile", args: tuple[s
     argv = ["attack", role, "--bench", str(bench), "--run-dir",
             str(bench / "runs" / MAIN_RUN_ID), *args, "--", "{symbol}"]
     lines += ["", "[tasks.references]", f"argv = {_toml_list(argv)}"]
+    return "\n".join(lines + references_only("tests/security/conftest.py")) + "\n"
+
+
+def references_only(source: str) -> list[str]:
+    """The TOML lines of a hostile arm that declines every kind but references."""
+    lines: list[str] = []
     for kind in ("locate", "impact", "e2e-retrieval"):
         lines += ["", f"[not_attempted.{kind}]",
                   'reason = "a hostile test arm attempts only references tasks"',
-                  'source = "tests/security/conftest.py"']
-    return "\n".join(lines) + "\n"
+                  f"source = {_toml_str(source)}"]
+    return lines
+
+
+def probe_arm(source: str, role: str, argv: list[str], parser: str = "rg",
+              setup: list[str] | None = None) -> str:
+    """A hostile arm on the locked probe image whose one command (`argv`, for every
+    references task) is the attack, with an optional set-up step; the other kinds declined."""
+    lines = [f"description = {_toml_str(source + ': ' + role)}", 'image = "probe"',
+             f"parser = {_toml_str(parser)}", "", "[env]", 'HOME = "/state/home"']
+    if setup:
+        lines += ["", "[setup]", f"argv = {_toml_list(setup)}", "timeout_s = 60"]
+    lines += ["", "[tasks.references]", f"argv = {_toml_list(argv)}"]
+    return "\n".join(lines + references_only(source)) + "\n"
 
 
 MCP_MODES = ("good", "exit-early", "version", "error", "malformed", "hang", "flood", "bigframe",
@@ -166,11 +184,7 @@ def hostile_mcp_arm(mode: str, args: tuple[str, ...] = ()) -> str:
              'protocol_version = "2025-06-18"', "initialize_timeout_s = 10", "",
              "[tasks.references]", 'tool = "refs"',
              'arguments = { symbol = "{symbol}", ext = "{ext}" }']
-    for kind in ("locate", "impact", "e2e-retrieval"):
-        lines += ["", f"[not_attempted.{kind}]",
-                  'reason = "a hostile test arm attempts only references tasks"',
-                  'source = "tests/security/conftest.py"']
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + references_only("tests/security/conftest.py")) + "\n"
 
 
 def write_suite(project: Path, name: str, arm_names: list[str], tasks: tuple[str, ...],

@@ -34,7 +34,7 @@ from orchestrator.score import scorer
 from orchestrator.settings import Settings
 from orchestrator.untrusted import limits, walk
 from tests.integration.conftest import built, project_copy  # noqa: F401 (the fixture)
-from tests.security.conftest import TASKS, _toml_list, _toml_str, write_suite
+from tests.security.conftest import TASKS, probe_arm, write_suite
 
 pytestmark = pytest.mark.integration
 TIB = 1 << 40
@@ -113,16 +113,7 @@ os.symlink(sys.argv[1], '/state/home')
 
 
 def _arm_toml(role: str, argv: list[str], setup: list[str] | None = None) -> str:
-    lines = [f"description = {_toml_str('tests/security/test_host_side.py: ' + role)}",
-             'image = "probe"', 'parser = "rg"', "", "[env]", 'HOME = "/state/home"']
-    if setup:
-        lines += ["", "[setup]", f"argv = {_toml_list(setup)}", "timeout_s = 60"]
-    lines += ["", "[tasks.references]", f"argv = {_toml_list(argv)}"]
-    for kind in ("locate", "impact", "e2e-retrieval"):
-        lines += ["", f"[not_attempted.{kind}]",
-                  f"reason = {_toml_str('a hostile test arm attempts only references tasks')}",
-                  'source = "tests/security/test_host_side.py"']
-    return "\n".join(lines) + "\n"
+    return probe_arm("tests/security/test_host_side.py", role, argv, setup=setup)
 
 
 def _py(script: str, *args: str) -> list[str]:

@@ -25,7 +25,7 @@ from orchestrator.engine import Engine
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
 from tests.integration.conftest import built, project_copy  # noqa: F401 (the fixture)
-from tests.security.conftest import TASKS, _toml_list, _toml_str, write_suite
+from tests.security.conftest import TASKS, probe_arm, write_suite
 
 pytestmark = pytest.mark.integration
 CANARY = f"canary-{secrets.token_hex(12)}"
@@ -49,15 +49,7 @@ def _arm_toml(name: str) -> str:
     parser, script, _ = ANSWERS[name]
     # The canary spelled backwards: the arm's spec (argv, env) is quoted in scores.json.
     argv = ["python3", "-c", f"C = {CANARY[::-1]!r}[::-1]; " + script, "{symbol}"]
-    lines = [f"description = {_toml_str('tests/security/test_hostile_output.py: ' + name)}",
-             'image = "probe"', f"parser = {_toml_str(parser)}", "", "[env]",
-             'HOME = "/state/home"', "", "[tasks.references]",
-             f"argv = {_toml_list(argv)}"]
-    for kind in ("locate", "impact", "e2e-retrieval"):
-        lines += ["", f"[not_attempted.{kind}]",
-                  f"reason = {_toml_str('a hostile test arm attempts only references tasks')}",
-                  'source = "tests/security/test_hostile_output.py"']
-    return "\n".join(lines) + "\n"
+    return probe_arm("tests/security/test_hostile_output.py", name, argv, parser=parser)
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from orchestrator.report.markdown import render_markdown
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
 from tests.integration.conftest import built, project_copy  # noqa: F401 (the fixture)
-from tests.security.conftest import TASKS, _toml_list, _toml_str, write_suite
+from tests.security.conftest import TASKS, probe_arm, write_suite
 
 pytestmark = pytest.mark.integration
 ARM = "h-text"
@@ -62,15 +62,8 @@ CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202
 
 
 def _arm_toml() -> str:
-    lines = ["description = \"tests/security/test_rendering.py: names that forge a document\"",
-             'image = "probe"', 'parser = "code-review-graph"', "", "[env]",
-             'HOME = "/state/home"', "", "[tasks.references]",
-             f"argv = {_toml_list(['python3', '-c', SCRIPT, '{symbol}'])}"]
-    for kind in ("locate", "impact", "e2e-retrieval"):
-        lines += ["", f"[not_attempted.{kind}]",
-                  f"reason = {_toml_str('a hostile test arm attempts only references tasks')}",
-                  'source = "tests/security/test_rendering.py"']
-    return "\n".join(lines) + "\n"
+    return probe_arm("tests/security/test_rendering.py", "names that forge a document",
+                     ["python3", "-c", SCRIPT, "{symbol}"], parser="code-review-graph")
 
 
 @pytest.fixture(scope="module")
