@@ -10,6 +10,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -277,12 +278,19 @@ class _BootstrapEngine:
         return {"Size": 198_901_244}
 
 
-def test_a_bootstrapped_images_build_seconds_include_its_bootstrap(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _offline_bootstrap(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The build module with a set mirror, no registry base image and every host tool found:
+    what a bootstrap of base needs before the test replaces the tools' runs."""
     build_mod = importlib.import_module("orchestrator.images.build")
     monkeypatch.setenv("SANDBENCH_DEBIAN_MIRROR", "http://mirror.test/debian")
     monkeypatch.delenv("SANDBENCH_BASE_IMAGE", raising=False)
     monkeypatch.setattr(build_mod.shutil, "which", lambda name: f"/usr/sbin/{name}")
+    return build_mod
+
+
+def test_a_bootstrapped_images_build_seconds_include_its_bootstrap(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    build_mod = _offline_bootstrap(monkeypatch)
 
     def host(argv: list[str], what: str) -> None:
         if what == "debootstrap":
@@ -323,10 +331,7 @@ def test_bootstrap_seconds_are_carried_over_while_the_engine_keeps_the_rootfs() 
 
 def test_jobs_build_siblings_at_once_each_after_its_parent_and_a_failure_stops_the_rest(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    build_mod = importlib.import_module("orchestrator.images.build")
-    monkeypatch.setenv("SANDBENCH_DEBIAN_MIRROR", "http://mirror.test/debian")
-    monkeypatch.delenv("SANDBENCH_BASE_IMAGE", raising=False)
-    monkeypatch.setattr(build_mod.shutil, "which", lambda name: f"/usr/sbin/{name}")
+    build_mod = _offline_bootstrap(monkeypatch)
     monkeypatch.setattr(build_mod, "_run_host", lambda argv, what: (
         Path(argv[-2]).mkdir() if what == "debootstrap"
         else Path(argv[argv.index("-cf") + 1]).write_bytes(b"tar")))
