@@ -52,7 +52,8 @@ def make_arm_copy(pristine_dir: Path, dest: Path, pin: CorpusPin,
                              corpus=pin.id, path=str(dest))
         expected = snapshot(pristine_dir)
         shutil.copytree(pristine_dir, dest, symlinks=True, dirs_exist_ok=True)
-        _refuse_unless_equal(expected, dest, pin)
+        # No container has had the copy yet and the git dir is the pristine's: the refresh
+        # writes the copy's index alone, which the check below leaves aside.
         with clean_git() as git:
             git.run(f"--git-dir={pristine_dir / GIT_DIR}", f"--work-tree={dest}",
                     "update-index", "-q", "--refresh", check=False,
