@@ -554,3 +554,26 @@ def test_an_archive_stops_at_a_member_past_the_read_budget() -> None:
     assert found.entries["small"].digest == hashlib.sha256(b"ok").hexdigest()
     assert found.entries["huge"].size == 1 << 40 and found.entries["huge"].digest == "unread"
     assert [c.guard for c in found.cuts] == ["read-bytes"]
+
+
+def test_an_archive_links_a_name_to_a_file_past_the_depth_cut() -> None:
+    """An arm can hard-link a shallow name to a file deeper than the walk's depth bound: the
+    deep file is cut, and the link is listed as a file not read, never a failed listing."""
+    import io
+    import tarfile
+
+    from orchestrator.untrusted.limits import WALK_MAX_DEPTH
+
+    deep = "./" + "/".join(["d"] * WALK_MAX_DEPTH) + "/f"
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        member = tarfile.TarInfo(deep)
+        member.size = 2
+        archive.addfile(member, io.BytesIO(b"ok"))
+        link = tarfile.TarInfo("./shallow")
+        link.type, link.linkname = tarfile.LNKTYPE, deep
+        archive.addfile(link)
+    found = corpus.snapshot_of_archive([out.getvalue()])
+    assert found.entries["shallow"].kind == "file"
+    assert found.entries["shallow"].digest == "unread"
+    assert [c.guard for c in found.cuts] == ["depth"]
