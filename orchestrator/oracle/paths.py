@@ -9,9 +9,9 @@ from __future__ import annotations
 from urllib.parse import unquote_to_bytes
 
 from orchestrator.untrusted.errors import HostileInput
-from orchestrator.untrusted.paths import parts, relative
+from orchestrator.untrusted.paths import parts
 
-__all__ = ["FILE_SCHEME", "relative", "root_under"]
+__all__ = ["FILE_SCHEME", "root_under"]
 
 FILE_SCHEME = "file://"
 

@@ -23,6 +23,7 @@ from typing import Any
 from orchestrator.oracle import paths
 from orchestrator.untrusted import limits
 from orchestrator.untrusted.errors import HostileInput
+from orchestrator.untrusted.paths import relative
 
 ROLE_DEFINITION = 1  # SymbolRole.Definition
 WIRE_VARINT, WIRE_I64, WIRE_LEN, WIRE_I32 = 0, 1, 2, 5
@@ -181,7 +182,7 @@ def _document(data: bytes, start: int, end: int, budget: _Budget) -> Document:
     if not path:
         raise ScipDecodeError(f"the document at byte {start} has no relative_path")
     try:
-        paths.relative(path)
+        relative(path)
     except HostileInput as exc:
         exc.data.setdefault("document", path)
         raise
