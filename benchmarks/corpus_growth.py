@@ -94,7 +94,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warm", type=int, default=3, help="warm calls per symbol")
     args = parser.parse_args()
-    log.configure(stream=open("/dev/null", "w"))
+    log.configure(stream=open("/dev/null", "w"))  # noqa: SIM115 - the log lives as long as the process
     settings = load_settings()
     pins = corpus.load_lock(corpus.lock_path(settings))
     try:

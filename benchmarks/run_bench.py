@@ -78,12 +78,13 @@ def _gaps(records: list[dict[str, Any]]) -> list[float]:
     for arm in {r["arm"] for r in records}:
         mine = sorted((r for r in records if r["arm"] == arm), key=_started)
         gaps += [(_started(b) - _started(a)).total_seconds()
-                 - a["timing"]["host_bracket_ns"] / 1e9 for a, b in zip(mine, mine[1:])]
+                 - a["timing"]["host_bracket_ns"] / 1e9
+                 for a, b in zip(mine, mine[1:], strict=False)]
     return gaps
 
 
 def main() -> None:
-    log.configure(stream=open("/dev/null", "w"))
+    log.configure(stream=open("/dev/null", "w"))  # noqa: SIM115 - the log lives as long as the process
     settings = load_settings()
     engine = Engine.connect()
     runs = {str(jobs): timed_run(engine, settings, jobs) for jobs in JOBS}

@@ -73,7 +73,7 @@ def main() -> None:
         sys.exit("sandbox_bench: no `rg` on the host: the timing-fidelity figure runs the rg "
                  "image's command on the host too (Debian: apt-get install ripgrep; "
                  "scripts/bench installs it when run as root)")
-    log.configure(stream=open("/dev/null", "w"))
+    log.configure(stream=open("/dev/null", "w"))  # noqa: SIM115 - the log lives as long as the process
     settings = load_settings()
     engine = Engine.connect()
     lock = images.ImageLock.load(settings.images_lock)

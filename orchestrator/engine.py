@@ -28,6 +28,7 @@ import urllib3.exceptions
 
 from orchestrator.errors import ContainerFailed, EngineError, EngineNotFound
 from orchestrator.labels import LABEL_CREATE
+import contextlib
 
 T = TypeVar("T")
 
@@ -156,10 +157,8 @@ class AttachChannel:
 
     def close(self) -> None:
         for close in (self._sock.close, self._response.close, self._api.close):
-            try:
+            with contextlib.suppress(OSError):
                 close()
-            except OSError:
-                pass
 
 
 def tls_config() -> docker.tls.TLSConfig | None:

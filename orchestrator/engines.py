@@ -91,8 +91,9 @@ def facts(engine: Engine, url: str) -> dict[str, Any]:
     # `docker info`'s ID comes from a key file that daemons of one host may share; with the
     # daemon's root directory it names one engine (the directory itself is not recorded).
     identity = f"{info.get('ID')}\0{info.get('DockerRootDir')}".encode()
-    return {"id": "engine-" + hashlib.sha256(identity).hexdigest()[:12], "url": url, "version": version.get("Version"),
-            "api_version": version.get("ApiVersion"), "kernel": version.get("KernelVersion"),
+    return {"id": "engine-" + hashlib.sha256(identity).hexdigest()[:12], "url": url,
+            "version": version.get("Version"), "api_version": version.get("ApiVersion"),
+            "kernel": version.get("KernelVersion"),
             "os": version.get("Os"), "arch": info.get("Architecture"),
             "cores": info.get("NCPU"), "memory_bytes": info.get("MemTotal"),
             "storage_driver": info.get("Driver"), "security_options": info.get("SecurityOptions"),

@@ -78,7 +78,7 @@ def configure(run_log: Path | None = None, *, stream: TextIO | None = None) -> N
         _run_log = None
     if run_log is not None:
         run_log.parent.mkdir(parents=True, exist_ok=True)
-        _run_log = open(run_log, "a", encoding="utf-8")
+        _run_log = open(run_log, "a", encoding="utf-8")  # noqa: SIM115 - closed on reconfigure
     out = stream or _CurrentStderr()
     console = out.isatty()
     renderer = (structlog.dev.ConsoleRenderer(colors=True,

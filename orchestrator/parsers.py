@@ -199,8 +199,8 @@ class RgParser:
     def parse(self, stdout: bytes, stderr: bytes, kind: str) -> Parsed:
         _check_kind(kind)
         rows: list[Row] = []
-        for number, line in enumerate(decode(stdout).split("\n"), 1):
-            line = line.removesuffix("\r")
+        for number, raw in enumerate(decode(stdout).split("\n"), 1):
+            line = raw.removesuffix("\r")
             if not line:
                 continue
             if site := _RG_SITE.search(line, 1):
@@ -450,8 +450,8 @@ class DevscoutParser:
 
     def _find(self, text: str) -> list[Row]:
         rows: list[Row] = []
-        for number, line in enumerate(text.split("\n"), 1):
-            line = line.removesuffix("\r")
+        for number, raw in enumerate(text.split("\n"), 1):
+            line = raw.removesuffix("\r")
             if not line.strip() or any(t.fullmatch(line) for t in _DS_TRAILERS) \
                     or _ds_zero_hit(line):
                 continue

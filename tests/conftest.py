@@ -38,7 +38,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         eng.Engine.connect(timeout_s=10)
     except Exception as exc:  # noqa: BLE001 - any failure means: no engine
         if os.environ.get("CI"):
-            raise pytest.UsageError(f"CI needs a Docker engine for integration tests: {exc}")
+            raise pytest.UsageError(
+                f"CI needs a Docker engine for integration tests: {exc}") from exc
         skip = pytest.mark.skip(reason=f"no Docker engine: {exc}")
         for item in items:
             if item.get_closest_marker("integration"):

@@ -54,7 +54,8 @@ def exec_(arm: str = typer.Argument(..., metavar="ARM",
         return
     t = record.timing
     typer.echo(f"outcome {record.outcome}  exit {record.exit['exit_code']}  "
-               f"signal {record.exit['signal']}  wall {t['wall_ns'] / 1e6 if t['wall_ns'] else '-'} ms  "
+               f"signal {record.exit['signal']}  "
+               f"wall {t['wall_ns'] / 1e6 if t['wall_ns'] else '-'} ms  "
                f"stdout {record.stdout.bytes_total} B  stderr {record.stderr.bytes_total} B"
                + (f"  flags {','.join(record.flags)}" if record.flags else ""))
     typer.echo(f"transcript: {cell}")

@@ -206,7 +206,7 @@ def _describe(git: Git, repo: Path, pin: CorpusPin, origin: str) -> PristineInfo
         shallow=shallow, tracked_files=len(paths), languages=dict(sorted(languages.items())),
         extensions=dict(sorted(extensions.items())), worktree_bytes=snap.bytes_in(False),
         git_bytes=snap.bytes_in(True), tree_digest=snap.digest(),
-        fetched_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        fetched_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
 
 
 def _install(repo: Path, dest: Path, meta: Path, info: PristineInfo, settings: Settings,

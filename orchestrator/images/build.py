@@ -252,8 +252,9 @@ def build(engine: Engine | None, settings: Settings, names: Iterable[str] = (),
     recipes = load_recipes(settings.images_dir)
     for name in artifacts:
         if name not in {r.artifact for r in recipes.values()}:
-            raise InputError.bad_value("--artifact", "--artifact", "the artifact of a recipe "
-                                       f"({sorted(r.artifact for r in recipes.values() if r.artifact)})",
+            known = sorted(r.artifact for r in recipes.values() if r.artifact)
+            raise InputError.bad_value("--artifact", "--artifact",
+                                       f"the artifact of a recipe ({known})",
                                        name)
     state = _Builds(engine, settings, ImageLock.load(settings.images_lock), artifacts, dry_run,
                     max(jobs, 1))

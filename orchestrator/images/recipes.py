@@ -151,9 +151,10 @@ def select(recipes: dict[str, Recipe], names: Iterable[str]) -> list[Recipe]:
         if name not in recipes:
             raise InputError(f"unknown image {name!r}", fix=f"known images: "
                              f"{', '.join(recipes)}", name=name)
-        while name is not None:
-            wanted.add(name)
-            name = recipes[name].parent
+        ancestor: str | None = name
+        while ancestor is not None:
+            wanted.add(ancestor)
+            ancestor = recipes[ancestor].parent
     return [r for n, r in recipes.items() if n in wanted] if wanted else list(recipes.values())
 
 

@@ -33,9 +33,8 @@ def row_problems(row: RowLike, index: LineIndex) -> tuple[list[str], bool]:
     checkable = False
     if not path:
         problems.append("no path")
-    elif path.startswith("/") or "\\" in path or (len(path) > 1 and path[1] == ":"):
-        problems.append("not repo-relative")
-    elif posixpath.normpath(rel) != rel or rel.split("/")[0] == "..":
+    elif (path.startswith("/") or "\\" in path or (len(path) > 1 and path[1] == ":")
+          or posixpath.normpath(rel) != rel or rel.split("/")[0] == ".."):
         problems.append("not repo-relative")
     elif index.files is not None and rel not in index.files:
         problems.append("path not at the pin")

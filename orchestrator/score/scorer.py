@@ -433,7 +433,7 @@ def _suite_section(inputs: RunInputs) -> dict[str, Any]:
 
 def _tasks_section(inputs: RunInputs) -> dict[str, Any]:
     return {t.id: {"kind": t.kind, "language": t.language, "input": dict(t.input),
-                   "truth": {k: v for k, v in sorted(t.truth.items())}}
+                   "truth": dict(sorted(t.truth.items()))}
             for t in inputs.suite.tasks}
 
 

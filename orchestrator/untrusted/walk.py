@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from orchestrator.untrusted import limits
+import contextlib
 
 SPARSE_PREFIX = "sparse-sha256:"
 UNREAD = "unread"  # the digest of a file past the read budget: listed by size only
@@ -286,8 +287,6 @@ def _first_dir_unlinking_the_rest(fd: int) -> str | None:
         for item in entries:
             if item.is_dir(follow_symlinks=False):
                 return item.name
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(item.name, dir_fd=fd)
-            except FileNotFoundError:
-                pass
     return None

@@ -62,7 +62,8 @@ def code_and_rest(text: str) -> tuple[str, str]:
             i = j
             continue
         m = re.match(r'(\$+)?(@)?(\$+)?("""+|")', text[i:i + 8])
-        if m and (m.group(4) or "") and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+        at_word_start = i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")
+        if m and (m.group(4) or "") and at_word_start:
             dollar = bool(m.group(1) or m.group(3))
             verbatim = bool(m.group(2))
             quotes = m.group(4)

@@ -1,7 +1,7 @@
 """A run across two Docker engines: a second dockerd started here (its own data root, exec
 root, pid file, socket and bridge; no iptables, so it touches nothing of the shared
-engine, whose docker0 must outlive it), the demo suite spread over both, the second engine killed mid-run, the run resumed
-on the first alone: grades and payload bytes equal to a one-engine run."""
+engine, whose docker0 must outlive it), the demo suite spread over both, the second engine killed
+mid-run, the run resumed on the first alone: grades and payload bytes equal to a one-engine run."""
 
 from __future__ import annotations
 

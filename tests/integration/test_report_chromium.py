@@ -24,6 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 from orchestrator.report import html as page
+import contextlib
 
 pytestmark = pytest.mark.integration
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "demo-run"
@@ -74,10 +75,8 @@ def run_chromium(binary: str, profile: Path, *args: str) -> subprocess.Completed
         out, err = proc.communicate()
         pytest.fail(f"chromium did not finish within {TIMEOUT_S} s:\n{err[-2000:]}")
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
@@ -224,7 +223,7 @@ class DevTools:
                 [binary, *[f for f in FLAGS if not f.startswith("--virtual-time")],
                  f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                preexec_fn=wire, pass_fds=(3, 4))
+                preexec_fn=wire, pass_fds=(3, 4))  # noqa: PLW1509 - before any thread starts
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._buffer, self._next, self.events = b"", 0, []
@@ -232,10 +231,8 @@ class DevTools:
     def close(self) -> None:
         for fd in (self._to_chrome, self._from_chrome):
             os.close(fd)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait(timeout=TIMEOUT_S)
 
     def _message(self, deadline: float) -> dict[str, Any]:

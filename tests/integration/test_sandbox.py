@@ -95,7 +95,8 @@ def test_timeout_oom_and_flood_are_told_apart(engine: Engine, bench: Settings,
     with Sandbox(engine, _spec(bench, "probe", tmp_path, memory_bytes=256 * MIB)) as box:
         slow = box.exec(["sh", "-c", "trap '' TERM; sleep 60"], tmp_path / "slow",
                         timeout_s=1, grace_s=0.5)
-        hog = box.exec(["python3", "-c", "b = bytearray(1 << 30); b[::4096] = b'x' * len(b[::4096])"],
+        fill = "b = bytearray(1 << 30); b[::4096] = b'x' * len(b[::4096])"
+        hog = box.exec(["python3", "-c", fill],
                        tmp_path / "hog")
         flood = box.exec(["head", "-c", str(5_000_000), "/dev/zero"], tmp_path / "flood",
                          cap_bytes=MIB)

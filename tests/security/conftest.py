@@ -2,7 +2,8 @@
 locked base/probe ids, writes a private project (the real base, probe and rg recipes beside
 the hostile ones, the rg arm, one arm per attack, small sealed suites on the demo corpus)
 and runs it once with every hostile arm beside two well-behaved rg arms. The tests then read
-that run's directory, and a few small runs of their own for attacks that would stop (or interrupt) a run.
+that run's directory, and a few small runs of their own for attacks that would stop (or interrupt)
+a run.
 
 Everything the session makes is removed by recorded id: the hostile images (labelled
 `sandbench.temporary=true`, so `sandbench cleanup` finds them if a session dies), and the
@@ -375,7 +376,7 @@ def _write_arms(project: Path, bench: Path, listener: Listener) -> None:
         (project / "arms" / f"{name}.toml").write_text(text)
 
 
-# -- the main run -----------------------------------------------------------------------------------
+# -- the main run ----------------------------------------------------------------------------------
 
 def _status_kib(field_name: str) -> int:
     for line in Path("/proc/self/status").read_text().splitlines():

@@ -144,7 +144,7 @@ def test_results_md_holds_no_forged_structure_html_link_or_control(
                 if not any(mark in line for mark in (ARM, "evil", "plain-name", "bad-"))]
     assert others(text) == others(honest) and len(others(text)) > 250
     assert {c["task"]: c["verdict"] for c in scores["cells"] if c["arm"] == "rg"} == \
-        {t: "correct" for t in TASKS}
+        dict.fromkeys(TASKS, "correct")
 
 
 def test_results_html_and_the_terminal_hold_nothing_raw(rendered: tuple[Path, Any]) -> None:

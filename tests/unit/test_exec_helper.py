@@ -582,7 +582,7 @@ def test_probe_reports_every_fact(helper: Path) -> None:
     assert isinstance(p["status"]["NoNewPrivs"], int)
     assert isinstance(p["status"]["Seccomp"], int)
     assert p["interfaces"] == sorted(os.listdir("/sys/class/net"))
-    assert p["routes_v4"] == open("/proc/net/route").read().splitlines()[1:]
+    assert p["routes_v4"] == Path("/proc/net/route").read_text().splitlines()[1:]
     assert all(isinstance(line, str) for line in p["routes_v6"] or [])
     assert (p["lookup"], p["connect"], p["udp"], p["write"]) == (None, None, None, None)
     assert "/" in {m["mount_point"] for m in p["mounts"]}

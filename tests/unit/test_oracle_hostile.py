@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from orchestrator import arms, suite
-from orchestrator.oracle import build, paths, scip, truth
+from orchestrator.oracle import build, scip, truth
 from orchestrator.oracle.sources import PinnedSources
 from orchestrator.untrusted import limits
 from orchestrator.untrusted import paths as untrusted_paths

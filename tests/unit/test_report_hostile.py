@@ -45,7 +45,7 @@ def test_results_md_holds_no_injected_structure() -> None:
     assert re.findall(r"<[a-z]", hostile) == re.findall(r"<[a-z]", honest)
     # Every other arm's lines are as they were; the payload is shown, escaped.
     assert [line for line in _other_arms_lines(hostile) if "evil" not in line] == \
-        [line for line in _other_arms_lines(honest)]
+        list(_other_arms_lines(honest))
     assert ("outside the truth: outside-evil\\\\n# Scorecard\\\\n\\| a \\| b \\|\\\\n"
             "\\|---\\|---\\|\\\\n&lt;img src=x onerror=alert(1)&gt;\\[x\\]\\(javascript\\:"
             "alert(1))") in hostile

@@ -110,13 +110,13 @@ def test_the_test_scan_and_the_fn_items(src: rust_sites.Source) -> None:
     ("rust-analyzer cargo std 1.85.1 vec/Vec#new().", "external"),
 ])
 def test_target_classes(symbol: str, expected: str) -> None:
-    defined = {s: ("src/util.rs", 0) for s in (
+    defined = dict.fromkeys((
         "rust-analyzer cargo demo 0.1.0 util/helper().",
         "rust-analyzer cargo demo 0.1.0 util/Thing#new().",
         "rust-analyzer cargo demo 0.1.0 util/Thing#",
         "rust-analyzer cargo demo 0.1.0 util/LIMIT.",
         "rust-analyzer cargo demo 0.1.0 util/Thing#field.",
-        "rust-analyzer cargo demo 0.1.0 util/make().inner().")}
+        "rust-analyzer cargo demo 0.1.0 util/make().inner()."), ("src/util.rs", 0))
     assert truth.target_class(symbol, truth.Definitions(defined)) == expected
 
 

@@ -211,7 +211,8 @@ class RunBuilder:
                 "image": a.name, "image_id": "sha256:" + "1" * 64, "tool_version": a.tool_version,
                 "spec_sha256": inputs[f"arms/{a.name}.toml"], "spec": specs[a.name],
                 "unavailable": a.unavailable, "install_seconds": a.install_seconds,
-                "install_build_jobs": a.install_build_jobs, "image_size_bytes": 1000, "artifact": None}
+                "install_build_jobs": a.install_build_jobs, "image_size_bytes": 1000,
+                "artifact": None}
             if a.refused:
                 entry["refused"] = a.refused
             run["arms"][a.name] = entry

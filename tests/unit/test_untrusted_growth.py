@@ -29,7 +29,7 @@ from orchestrator.oracle import rust_sites, scip
 from orchestrator.score import environment
 from orchestrator.untrusted import decode
 from orchestrator.untrusted.errors import HostileInput
-from tests.unit.test_oracle_truth import _len, _varint, document, index, occurrence
+from tests.unit.test_oracle_truth import _varint, document, index, occurrence
 
 GROWTH = 2.5
 REPEATS = 3
@@ -120,7 +120,7 @@ def _answer(text: str) -> str:
 def _exec_stream(stdout_bytes: int, result_payload: bytes | None = None) -> list[bytes]:
     chunks = [execproto.encode_frame(b"o", b"x" * min(execproto.MAX_CHUNK, stdout_bytes - i))
               for i in range(0, stdout_bytes, execproto.MAX_CHUNK)]
-    result = {k: 0 for k in execproto.RESULT_KEYS}
+    result = dict.fromkeys(execproto.RESULT_KEYS, 0)
     result.update(helper_version="0.3.0", exit_code=0, signal=None, timed_out=False,
                   oom_kills=None, stdout_truncated=False, stderr_truncated=False,
                   spawn_error=None, stdout_bytes=stdout_bytes, cap_bytes=64 * MIB)
@@ -255,7 +255,7 @@ CASES = [
         {"result": {"content": [{"type": "text", "text": "x"}] * max(1, n // 30)}})),
          mcp.payload, MIB // 4),
     # -- exec frames --------------------------------------------------------------------------
-    Case("execproto.decode_exec_stream", "stdout frames", lambda n: _exec_stream(n),
+    Case("execproto.decode_exec_stream", "stdout frames", _exec_stream,
          _decode_stream),
     Case("execproto.decode_exec_stream", "deep result", lambda n: _exec_stream(0, b"[" * n),
          _decode_stream),

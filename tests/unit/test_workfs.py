@@ -41,9 +41,9 @@ def test_tree_bytes_counts_whole_blocks_and_does_not_follow_links(tmp_path: Path
 
 def test_without_root_the_arm_is_refused_naming_why(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    with pytest.raises(SandbenchError, match="cannot be size-bounded") as info:
-        with workfs.mounted(tmp_path / "w", {"state": 16 * MIB}, fresh=True):
-            pass
+    with (pytest.raises(SandbenchError, match="cannot be size-bounded") as info,
+          workfs.mounted(tmp_path / "w", {"state": 16 * MIB}, fresh=True)):
+        pass
     assert "run sandbench as root" in info.value.fix
     assert not (tmp_path / "w").exists()
 

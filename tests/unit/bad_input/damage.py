@@ -126,7 +126,7 @@ def toml_syntax(data: bytes) -> st.SearchStrategy[Damage]:
     table header; each kept only if tomllib refuses the result."""
     n = len(data)
     statements = toml_statement_offsets(data)
-    headers = [m for m in re.finditer(rb"(?m)^\[[^\[\]\n]+\][ \t]*$", data)]
+    headers = list(re.finditer(rb"(?m)^\[[^\[\]\n]+\][ \t]*$", data))
     truncated = st.integers(1, n - 1).map(
         lambda p: Damage("truncated", data[:p], note=f"truncated to {p} of {n} bytes"))
     stray = st.tuples(st.sampled_from(statements), st.sampled_from(STRAY_TOML)).map(
