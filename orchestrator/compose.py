@@ -1,21 +1,24 @@
 """Compose files equivalent to a suite's containers, for auditors and hand reruns.
 
-Rendered from the same `SandboxSpec.create_kwargs()` the run uses, so the file cannot drift
-from what the engine is asked for. What differs per host (image ids, the run's work dir, the
+Each service is the isolation settings' compose keys (orchestrator/isolation.py), folded from
+the same table and the same `SandboxSpec` the run's create arguments come from, so the file
+cannot drift from what the engine is asked for. It is written by PyYAML, keys sorted, so the
+same suite gives the same bytes. What differs per host (image ids, the run's work dir, the
 container user) is a variable, written for this host to bench/compose/SUITE.env; the
 committed file is the same on every machine and a test fails when it is out of date.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from orchestrator import arms, images, mcp, suite
+import yaml
+
+from orchestrator import arms, images, isolation, mcp, sandbox_spec, suite
 from orchestrator.errors import SandbenchError
 from orchestrator.fsutil import atomic_write_text
-from orchestrator.sandbox_spec import HELPER, HelperFile, Mount, SandboxSpec, default_user
+from orchestrator.sandbox_spec import HELPER, HelperFile, default_user
 from orchestrator.settings import Settings
 
 HEADER = """\
@@ -36,83 +39,39 @@ HEADER = """\
 """
 
 
-def _var(name: str) -> str:
-    return "SANDBENCH_IMAGE_" + name.upper().replace("-", "_")
+class PlainDumper(yaml.SafeDumper):
+    """Every value written out where it is used: no anchors and aliases for a reader to
+    follow back."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
-def _service(spec: SandboxSpec, arm: str) -> dict[str, Any]:
-    kw = spec.create_kwargs()
-    return {
-        "image": f"${{{_var(arm)}:?write bench/compose/*.env with sandbench compose export}}",
-        "entrypoint": kw["entrypoint"],
-        "command": kw["command"],
-        # The resident executor's channel: PID 1 reads requests on stdin (sandbench attaches).
-        "stdin_open": kw["stdin_open"],
-        "user": "${SANDBENCH_USER:-65532:65532}",
-        "working_dir": kw["working_dir"],
-        "environment": dict(sorted(spec.env.items())),
-        "network_mode": kw["network_mode"],
-        "read_only": kw["read_only"],
-        "tmpfs": [f"{path}:{opts}" for path, opts in kw["tmpfs"].items()],
-        "cap_drop": kw["cap_drop"],
-        "security_opt": kw["security_opt"],
-        "privileged": kw["privileged"],
-        "init": kw["init"],
-        "pids_limit": kw["pids_limit"],
-        "mem_limit": kw["mem_limit"],
-        "memswap_limit": kw["memswap_limit"],
-        "cpus": spec.limits.cpus,
-        "ipc": kw["ipc_mode"],
-        "x-sandbench-cgroupns": kw["cgroupns"],
-        "hostname": kw["hostname"],
-        "logging": {"driver": kw["log_config"]["type"]},
-        "healthcheck": {"disable": True},
-        "labels": {k: v for k, v in sorted(kw["labels"].items())
-                   if k not in ("sandbench.run", "sandbench.tool_version")},
-        "volumes": [{"type": "bind", "source": _source(m["Target"], arm), "target": m["Target"],
-                     "read_only": m["ReadOnly"]} for m in kw["mounts"]],
-    }
+def _yaml(value: Any) -> str:
+    """Block YAML, keys sorted and lines never folded, so a suite's file is the same bytes
+    on every machine."""
+    return yaml.dump(value, Dumper=PlainDumper, sort_keys=True, default_flow_style=False,
+                     width=1 << 16, allow_unicode=True)
 
 
-def _source(target: str, arm: str) -> str:
-    """A mount's host side as a variable: the host's helper file, or the arm's work dir."""
-    if target == HELPER:
-        return "${SANDBENCH_HELPER:?write bench/compose/*.env with sandbench compose export}"
-    return f"${{SANDBENCH_WORK:?}}/{arm}/{target.strip('/')}"
-
-
-def _yaml(value: Any, indent: int = 0) -> str:
-    """Block YAML for mappings of plain data; every scalar in JSON spelling (valid YAML)."""
-    pad = "  " * indent
-    lines = []
-    for key, item in value.items():
-        if isinstance(item, dict) and item:
-            lines.append(f"{pad}{key}:")
-            lines.append(_yaml(item, indent + 1))
-        elif isinstance(item, list) and item and all(isinstance(i, dict) for i in item):
-            lines.append(f"{pad}{key}:")
-            for element in item:
-                lines.append(f"{pad}  - {json.dumps(element, sort_keys=False)}")
-        else:
-            lines.append(f"{pad}{key}: {json.dumps(item)}")
-    return "\n".join(lines)
+def _service(spec: sandbox_spec.SandboxSpec) -> dict[str, Any]:
+    return {**isolation.compose_service(spec), "working_dir": spec.workdir}
 
 
 def render(settings: Settings, suite_name: str) -> str:
     the_suite = suite.load_suite(settings.suites_dir, suite_name)
     services = {}
     for arm in arms.load_arms(settings.arms_dir, list(the_suite.arms)):
-        mounts = tuple(Mount(Path("/"), f"/{name}") for name in ("corpus", "state", "out"))
-        spec = SandboxSpec(run_id="compose", arm=arm.name, image_id="", tool_version="",
-                           user="", env=arm.env, helper=HelperFile(Path("/"), ""),
-                           mounts=mounts, limits=arm.limits, workdir="/corpus")
-        services[arm.name] = _service(spec, arm.name)
+        spec = sandbox_spec.make("compose", arm, image_id="", tool_version="", user="",
+                                 helper=HelperFile(Path("/"), ""),
+                                 mounts=sandbox_spec.arm_mounts(lambda _: Path("/")))
+        services[arm.name] = _service(spec)
         if arm.mcp is not None:
             services[arm.name]["x-sandbench-mcp"] = {
                 "client": mcp.CLIENT, **arm.mcp.to_json(),
                 "calls": {kind: call.to_json() for kind, call in sorted(arm.calls.items())}}
     return (HEADER.format(suite=suite_name, helper=HELPER, client=mcp.CLIENT)
-            + _yaml({"services": services}) + "\n")
+            + _yaml({"services": services}))
 
 
 def env_file(settings: Settings, suite_name: str, work: Path | None) -> str:
@@ -128,7 +87,8 @@ def env_file(settings: Settings, suite_name: str, work: Path | None) -> str:
         image_id = lock.images.get(arm.image, {}).get("image_id")
         if image_id is None:
             lines.append(f"# {arm.name}: image {arm.image!r} is not built on this host")
-        lines.append(f"{_var(arm.name)}={image_id or f'sandbench/{arm.image}:not-built'}")
+        fallback = f"sandbench/{arm.image}:not-built"
+        lines.append(f"{isolation.image_var(arm.name)}={image_id or fallback}")
     lines.append(f"SANDBENCH_USER={default_user()}")
     return "\n".join(lines) + "\n"
 

@@ -27,7 +27,7 @@ from orchestrator.engine import Engine, engine_address, tls_config
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.images import ImageLock, transfer
 from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import HelperFile, SandboxSpec
+from orchestrator.sandbox_spec import HelperFile, make
 from orchestrator.settings import Settings
 
 logger = log.get(__name__)
@@ -200,11 +200,9 @@ def preflight(member: Member, settings: Settings, run_id: str, user: str, exec_p
     lock = ImageLock.load(settings.images_lock)
     helper, digest = lock.helper()
     host = member.host
-    spec = SandboxSpec(run_id=run_id, arm="preflight", image_id=lock.image_id("base"),
-                       tool_version="", user=user, env={},
-                       helper=HelperFile(Path(host.helper_path) if host and host.helper_path
-                                         else helper, digest),
-                       workdir="/", exec_path=exec_path)
+    spec = make(run_id, None, image_id=lock.image_id("base"), tool_version="", user=user,
+                helper=HelperFile(Path(host.helper_path) if host and host.helper_path
+                                  else helper, digest), exec_path=exec_path)
     with Sandbox(member.engine, spec, member.id, host.helper_digest if host else None) as box:
         return box.verify(folder)
 
@@ -250,6 +248,3 @@ def prepare(members: Sequence[Member], placement: Mapping[str, str], images_of: 
             refuse(member, f"{exc.what}" + (f": {exc.why}" if exc.why else ""), on_refused)
             return False
     return True
-
-
-

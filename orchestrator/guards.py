@@ -10,7 +10,6 @@ from the run directory alone. Fail closed: a guard that cannot be read is a fail
 from __future__ import annotations
 
 import json
-import re
 import select
 import socket
 import threading
@@ -20,19 +19,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator import isolation
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json
+from orchestrator.isolation import HELPER_IDLE as HELPER_IDLE  # re-exported for the tests
+from orchestrator.isolation import HELPER_PATH
 from orchestrator.values import check_schema, schema_problem
 
 PROBE_LOOKUP = "example.com"  # RFC 2606 documentation domain: resolvable only with a network
 PROBE_WRITE = "/.sandbench-probe-root-write"
-# The host's static timing helper, bind-mounted read-only here in every sandbox; no image
-# provides this path, and PID 1, the probe and every exec run it by this path alone.
-HELPER_PATH = "/.sandbench/sandbench-exec"
-HELPER_IDLE = f"{HELPER_PATH} idle"
-HELPER_SERVE = f"{HELPER_PATH} serve"
-SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-UNCONFINED = {"seccomp=unconfined", "apparmor=unconfined", "label=disable"}
 
 # Mount points the engine itself provides in every container (docker's defaults and its
 # masked and read-only /proc and /sys paths).
@@ -84,7 +79,7 @@ class GuardPolicy:
 
     @property
     def resident(self) -> bool:
-        return self.exec_path == "resident"
+        return self.exec_path == isolation.RESIDENT
 
     def to_json(self) -> dict[str, Any]:
         """As stored; a bind mount is written as before volumes existed (no `volume` key)."""
@@ -140,79 +135,10 @@ def helper_facts(path: Path, sha256: str | None, error: str | None) -> dict[str,
 def check_outside(policy: GuardPolicy, inspect: dict[str, Any], host_facts: dict[str, Any]
                   ) -> list[GuardResult]:
     """Guards read from the engine's view of the container, and the host's own snapshot of
-    the helper file it mounted."""
-    host = inspect.get("HostConfig") or {}
-    config = inspect.get("Config") or {}
-    out = "outside"
-    cap_drop = sorted(c.upper() for c in host.get("CapDrop") or [])
-    security = host.get("SecurityOpt") or []
-    # A volume is named by its name (its Source is the engine's own directory for it).
-    mounts = sorted((m.get("Type"), m.get("Name") if m.get("Type") == "volume" else m.get("Source"),
-                     m.get("Destination"), bool(m.get("RW")))
-                    for m in inspect.get("Mounts") or [])
-    declared = sorted(("volume" if m.volume else "bind", m.source, m.target, not m.read_only)
-                      for m in (*policy.mounts, policy.helper_mount))
-    helper_mount = next(({"source": m[1], "target": m[2], "read_only": not m[3]}
-                         for m in mounts if m[0] == "bind" and m[2] == HELPER_PATH),
-                        "not mounted")
-    hashed = host_facts.get("helper") if isinstance(host_facts.get("helper"), dict) else {}
-    expected_digest = policy.helper.get("sha256")
-    networks = sorted((inspect.get("NetworkSettings") or {}).get("Networks") or {})
-    user = config.get("User") or ""
-    pid1 = HELPER_SERVE if policy.resident else HELPER_IDLE
-    channel = {"open_stdin": policy.resident, "stdin_once": False, "tty": False}
-    results = [
-        _result("network_mode", out, "none", host.get("NetworkMode")),
-        _result("networks", out, ["none"], networks),
-        _result("privileged", out, False, host.get("Privileged")),
-        _result("cap_drop", out, ["ALL"], cap_drop),
-        _result("cap_add", out, [], sorted(host.get("CapAdd") or [])),
-        _result("read_only_root", out, True, host.get("ReadonlyRootfs")),
-        _result("user", out, policy.user, user,
-                ok=user == policy.user and user.split(":")[0] not in ("", "0", "root")),
-        _result("no_new_privileges", out, "no-new-privileges:true", security,
-                ok=any(s in ("no-new-privileges", "no-new-privileges:true") for s in security)),
-        _result("confinement", out, "no seccomp, apparmor or label opt-out",
-                sorted(s for s in security if s.replace(":", "=") in UNCONFINED) or
-                "no seccomp, apparmor or label opt-out"),
-        _result("log_driver", out, "none", (host.get("LogConfig") or {}).get("Type")),
-        _result("healthcheck", out, ["NONE"], (config.get("Healthcheck") or {}).get("Test")),
-        _result("memory_bytes", out, policy.memory_bytes, host.get("Memory")),
-        _result("memory_swap_bytes", out, policy.memory_bytes, host.get("MemorySwap")),
-        _result("pids_limit", out, policy.pids, host.get("PidsLimit")),
-        _result("nano_cpus", out, policy.nano_cpus, host.get("NanoCpus")),
-        _result("helper_mount", out, {"source": policy.helper.get("source"),
-                                      "target": HELPER_PATH, "read_only": True}, helper_mount),
-        _result("helper_digest", out, expected_digest,
-                hashed.get("error") or hashed.get("sha256") or "not hashed",
-                ok=hashed.get("error") is None and hashed.get("path") == policy.helper.get(
-                    "source") and hashed.get("sha256") == expected_digest
-                and SHA256_HEX.fullmatch(str(expected_digest)) is not None),
-        _result("pid1", out, f"{pid1} as PID 1, no init wrapper",
-                " ".join([*(config.get("Entrypoint") or []), *(config.get("Cmd") or [])])
-                + (" under docker-init" if host.get("Init") else ""),
-                ok=not host.get("Init") and not config.get("Entrypoint")
-                and " ".join(config.get("Cmd") or []) == pid1),
-        _result("tmpfs", out, policy.tmpfs, host.get("Tmpfs") or {}),
-        _result("mounts", out, declared, mounts),
-        _result("docker_socket", out, "not mounted",
-                "mounted" if any("docker.sock" in str(m[1]) for m in mounts) else "not mounted"),
-        _result("devices", out, [], host.get("Devices") or []),
-        _result("host_namespaces", out, [], sorted(
-            k for k in ("PidMode", "IpcMode", "UTSMode", "UsernsMode", "CgroupnsMode")
-            if host.get(k) == "host")),
-        _result("image_id", out, policy.image_id, inspect.get("Image")),
-        _result("env", out, sorted(policy.env), sorted(config.get("Env") or [])),
-        _result("labels", out, policy.labels, {k: (config.get("Labels") or {}).get(k)
-                                               for k in policy.labels}),
-    ]
-    if policy.exec_path is not None:
-        # Stdin open only for the resident executor's requests; never a TTY, and never
-        # closed after one attach (StdinOnce), which would end the channel.
-        results.append(_result("exec_channel", out, channel, {
-            "open_stdin": config.get("OpenStdin"), "stdin_once": config.get("StdinOnce"),
-            "tty": config.get("Tty")}))
-    return results
+    the helper file it mounted: every isolation setting's outside checks, in the table's
+    order (orchestrator/isolation.py)."""
+    return [_result(guard, "outside", expected, found, ok) for guard, expected, found, ok
+            in isolation.outside_checks(policy, inspect, host_facts)]
 
 
 def _hex_zero(value: Any) -> bool:
@@ -377,9 +303,6 @@ def loopback_canary() -> Iterator[Canary]:
 
 
 # -- snapshots on disk ------------------------------------------------------------------------
-
-SNAPSHOT_FILES = ("policy.json", "inspect.json", "host.json", "probe.json", "verdict.json")
-
 
 def store(folder: Path, policy: GuardPolicy, inspect: dict[str, Any], host: dict[str, Any],
           probe: dict[str, Any] | None, results: list[GuardResult]) -> None:

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator import execproto, guards, labels, log, sandbox_spec, workfs
+from orchestrator import execproto, guards, isolation, labels, log, sandbox_spec, workfs
 from orchestrator.engine import AttachChannel, Engine, ExecStream
 from orchestrator.errors import EngineError, GuardViolation, SandbenchError
 from orchestrator.sandbox_spec import HELPER, MIB, SandboxSpec
@@ -133,11 +133,9 @@ class Sandbox:
             user=self.spec.user, env=_merge_env(image_env, self.spec.env),
             mounts=[guards.DeclaredMount(str(m.source), m.target, m.read_only, m.size_bytes,
                                          m.volume) for m in self.spec.mounts],
-            tmpfs=self.spec.tmpfs, memory_bytes=self.spec.limits.memory_bytes,
-            pids=self.spec.limits.pids, nano_cpus=self.spec.limits.nano_cpus,
             labels={labels.LABEL_RUN: self.spec.run_id, labels.LABEL_ARM: self.spec.arm},
             helper={"source": str(self.spec.helper.source), "sha256": self.spec.helper.sha256},
-            exec_path=self.spec.exec_path)
+            exec_path=self.spec.exec_path, **isolation.policy_values(self.spec))
 
     def remove(self) -> None:
         if self.channel is not None:
@@ -242,9 +240,7 @@ class Sandbox:
             env=dict(self.spec.env), workdir=workdir or self.spec.workdir,
             user=self.spec.user, image_id=self.spec.image_id,
             container_id=self.require_id(),
-            limits={"memory_bytes": self.spec.limits.memory_bytes,
-                    "pids": self.spec.limits.pids, "cpus": self.spec.limits.cpus,
-                    "tmp_bytes": self.spec.limits.tmp_bytes, "timeout_s": timeout_s,
+            limits={**isolation.record_limits(self.spec.limits), "timeout_s": timeout_s,
                     "grace_s": grace_s, "cap_bytes": cap_bytes},
             started_at=started_at,
             timing={"wall_ns": r.get("wall_ns"), "user_us": r.get("user_us"),

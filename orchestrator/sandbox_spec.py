@@ -1,18 +1,21 @@
 """What an arm's container is: its limits, mounts, helper, environment and labels, as plain
-data. The run, `sandbox check` and `compose export` all build it here, so the container the
-engine is asked for, the one a self-check verifies and the one a compose file describes
-cannot drift apart. Nothing here talks to the engine."""
+data, built by `make` alone. The run, `sandbox check`, the engines' pre-flight and the compose
+and Kubernetes exports all build it there, and every isolation setting it is created with
+comes from orchestrator/isolation.py, so the container the engine is asked for, the one a
+self-check verifies and the ones the exports describe cannot drift apart. Nothing here talks
+to the engine."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import labels
-from orchestrator.guards import HELPER_PATH as HELPER
+from orchestrator import isolation, labels
+from orchestrator.isolation import HELPER_PATH as HELPER
+from orchestrator.isolation import RESIDENT
 
 if TYPE_CHECKING:  # the lock is only read here; importing it would pull in the engine
     from orchestrator.arms import ArmSpec
@@ -24,7 +27,6 @@ MIB = 1 << 20
 # How a measured command reaches the container: requests on PID 1's attach stream, answered
 # by the helper's `serve` (no runtime exec per call), or one `docker exec` each (the fallback,
 # chosen per run and disclosed in the report).
-RESIDENT = "resident"
 DOCKER_EXEC = "docker-exec"
 EXEC_PATHS = (RESIDENT, DOCKER_EXEC)
 
@@ -101,48 +103,10 @@ class SandboxSpec:
         """The host's helper, read-only, at the one path every exec and PID 1 run."""
         return Mount(self.helper.source, HELPER, read_only=True)
 
-    @property
-    def tmpfs(self) -> dict[str, str]:
-        return {"/tmp": f"rw,nosuid,nodev,size={self.limits.tmp_bytes},mode=1777"}
-
     def create_kwargs(self) -> dict[str, Any]:
-        """Exactly what the engine is asked for, as plain data in the SDK's spelling;
-        compose export renders the same settings."""
-        return {
-            "image": self.image_id,
-            # PID 1 is the helper: `serve` answers requests on its stdin (the attach stream),
-            # `idle` only reaps while each command comes in through docker exec.
-            "command": [HELPER, "serve" if self.exec_path == RESIDENT else "idle"],
-            "stdin_open": self.exec_path == RESIDENT,
-            "entrypoint": [],
-            "user": self.user,
-            "environment": [f"{k}={v}" for k, v in sorted(self.env.items())],
-            "working_dir": self.workdir,
-            "network_mode": "none",
-            "read_only": True,
-            "tmpfs": self.tmpfs,
-            "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges:true"],
-            "privileged": False,
-            # The helper itself is PID 1: the kernel shields a namespace's init from every
-            # signal sent inside it, so a tool cannot end the container (docker-init would
-            # exit with its child, and any same-uid tool can kill that child).
-            "init": False,
-            "pids_limit": self.limits.pids,
-            "mem_limit": self.limits.memory_bytes,
-            "memswap_limit": self.limits.memory_bytes,
-            "nano_cpus": self.limits.nano_cpus,
-            "ipc_mode": "private",
-            "cgroupns": "private",
-            "hostname": "sandbox",
-            # No engine-side log of PID 1's output (a tool could write it through /proc),
-            # and no image HEALTHCHECK running code beside the measured commands.
-            "log_config": {"type": "none"},
-            "healthcheck": {"test": ["NONE"]},
-            "labels": self.labels,
-            "mounts": [m.engine_spelling for m in (*self.mounts, self.helper_mount)],
-            "detach": True,
-        }
+        """Exactly what the engine is asked for, as plain data in the SDK's spelling: the
+        isolation settings' arguments, the working directory, and a detached start."""
+        return {**isolation.create_kwargs(self), "working_dir": self.workdir, "detach": True}
 
 
 def default_user() -> str:
@@ -154,23 +118,49 @@ def default_user() -> str:
     return f"{uid}:{gid}" if uid != 0 else "65532:65532"
 
 
+PREFLIGHT = "preflight"
+
+
+def make(run_id: str, arm: ArmSpec | None, *, image_id: str, tool_version: str, user: str,
+         helper: HelperFile, mounts: tuple[Mount, ...] = (), exec_path: str = RESIDENT
+         ) -> SandboxSpec:
+    """The one constructor of a sandbox's spec. An arm's container takes the arm's
+    environment and limits and works in its /corpus; with no arm it is an engine's
+    pre-flight sandbox: no environment, the default limits, working in /."""
+    if arm is None:
+        return SandboxSpec(run_id=run_id, arm=PREFLIGHT, image_id=image_id,
+                           tool_version=tool_version, user=user, env={}, helper=helper,
+                           mounts=mounts, workdir="/", exec_path=exec_path)
+    return SandboxSpec(run_id=run_id, arm=arm.name, image_id=image_id,
+                       tool_version=tool_version, user=user, env=arm.env, helper=helper,
+                       mounts=mounts, limits=arm.limits, workdir="/corpus",
+                       exec_path=exec_path)
+
+
+def arm_mounts(source: Callable[[str], Path], sizes: Mapping[str, int] | None = None,
+               volume: bool = False) -> tuple[Mount, ...]:
+    """An arm's writable /corpus, /state and /out: each from `source(name)`, bounded by
+    `sizes[name]` when given."""
+    return tuple(Mount(source(name), target, read_only=False,
+                       size_bytes=sizes[name] if sizes is not None else None, volume=volume)
+                 for name, target in ARM_MOUNTS)
+
+
 def for_arm(lock: ImageLock, arm: ArmSpec, run_id: str, work: Path, user: str,
             sizes: Mapping[str, int], exec_path: str = RESIDENT,
             volumes: Mapping[str, str] | None = None, helper_path: Path | None = None
             ) -> SandboxSpec:
-    """The container an arm gets: its locked image and the host's helper, its mounts the
-    file systems mounted under `work` (workfs.mounted), each bounded by `sizes`; on an
-    engine of another host, the `volumes` (name -> volume) mounting that host's file systems
-    and the helper placed at `helper_path` there."""
-    mounts = tuple(Mount(Path(volumes[name]) if volumes else work / name, target,
-                         read_only=False, size_bytes=sizes[name], volume=bool(volumes))
-                   for name, target in ARM_MOUNTS)
-    entry = lock.images.get(arm.image, {})
+    """The container an arm gets in a run: its locked image and the host's helper, its
+    mounts the file systems mounted under `work` (workfs.mounted), each bounded by `sizes`;
+    on an engine of another host, the `volumes` (name -> volume) mounting that host's file
+    systems and the helper placed at `helper_path` there."""
     helper, digest = lock.helper()
-    return SandboxSpec(run_id=run_id, arm=arm.name, image_id=lock.image_id(arm.image),
-                       tool_version=entry.get("tool_version", ""), user=user, env=arm.env,
-                       helper=HelperFile(helper_path or helper, digest), mounts=mounts,
-                       limits=arm.limits, workdir="/corpus", exec_path=exec_path)
+    return make(run_id, arm, image_id=lock.image_id(arm.image),
+                tool_version=lock.images.get(arm.image, {}).get("tool_version", ""),
+                user=user, helper=HelperFile(helper_path or helper, digest),
+                mounts=arm_mounts(lambda name: Path(volumes[name]) if volumes else work / name,
+                                  sizes, volume=bool(volumes)),
+                exec_path=exec_path)
 
 
 def writable_dirs(spec: SandboxSpec) -> list[tuple[Path, Path]]:

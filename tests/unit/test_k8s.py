@@ -4,6 +4,7 @@ giving its arm the isolation the guard policy of a run demands, and drift named.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -142,5 +143,6 @@ def test_drift_names_the_setting_that_changed(tmp_path: Path, change: Any, named
 
 
 def test_a_root_user_is_refused(tmp_path: Path) -> None:
+    the_suite, pin, specs = _demo(tmp_path)
     with pytest.raises(SandbenchError, match="non-root numeric uid:gid"):
-        k8s.container_security("0:0")
+        k8s.job(dataclasses.replace(specs[0], user="0:0"), the_suite, pin, "sandbench/x:0", 1)

@@ -1,0 +1,435 @@
+"""The isolation policy: every setting that confines an arm's container, declared once.
+
+Each `Setting` says, for one concern, what the engine is asked for at create, which guards
+check it from outside (the engine's inspect, the host's hash of the helper) and inside (the
+helper's probe), what an exec record and the guard policy store of it, and how a compose
+service and a Kubernetes Job express it. The container's create arguments, the outside
+guards, the record's limits, the guard policy's values, the compose service and the Job are
+all folded from `SETTINGS`, so a setting added here reaches every one of them, and a test
+fails when one of them is left without it.
+
+The table's order is the order of the outside guards in a verdict (stored verdicts are
+compared with recomputed ones), and of the mount lists the facets build. Nothing here talks
+to the engine.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from orchestrator import labels
+
+if TYPE_CHECKING:  # the policy and the spec only arrive as arguments
+    from orchestrator.guards import GuardPolicy
+    from orchestrator.sandbox_spec import Limits, SandboxSpec
+
+# The host's static timing helper, bind-mounted read-only here in every sandbox; no image
+# provides this path, and PID 1, the probe and every exec run it by this path alone.
+HELPER_PATH = "/.sandbench/sandbench-exec"
+HELPER_IDLE = f"{HELPER_PATH} idle"
+HELPER_SERVE = f"{HELPER_PATH} serve"
+RESIDENT = "resident"
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+UNCONFINED = {"seccomp=unconfined", "apparmor=unconfined", "label=disable"}
+NO_OPT_OUT = "no seccomp, apparmor or label opt-out"
+HOST_NAMESPACES = ("PidMode", "IpcMode", "UTSMode", "UsernsMode", "CgroupnsMode")
+# Labels that differ per run or per build: a compose file, the same on every machine, omits
+# them.
+PER_RUN_LABELS = (labels.LABEL_RUN, labels.LABEL_TOOL_VERSION)
+COMPOSE_HELPER = "${SANDBENCH_HELPER:?write bench/compose/*.env with sandbench compose export}"
+COMPOSE_USER = "${SANDBENCH_USER:-65532:65532}"
+# Where a node keeps the host's timing helper: a ConfigMap cannot hold it (over 1 MiB once
+# base64-encoded), so it is a read-only hostPath file, as it is a bind mount in a run.
+NODE_HELPER_DIR = "/var/lib/sandbench/helper"
+
+# One guard's verdict as a setting's outside check states it: (guard, expected, found, ok);
+# ok None means "expected == found".
+Check = tuple[str, Any, Any, bool | None]
+# A Kubernetes facet: place -> what the setting puts there. The places: "pod" (the pod's
+# spec), "pod_security" (its securityContext), "container" (the arm's container),
+# "security" and "resources" (the securityContext and resource limits of every container),
+# "annotations" and "labels" (the Job's); and two lists, "volumes" (the pod's) and "mounts"
+# (the arm container's volumeMounts).
+K8S_PLACES = ("pod", "pod_security", "container", "security", "resources", "annotations",
+              "labels")
+K8S_LISTS = ("volumes", "mounts")
+K8S_MANAGED_BY = "app.kubernetes.io/managed-by"
+
+
+@dataclass(frozen=True)
+class View:
+    """The engine's inspect of a container and the host's snapshot, as the checks read it."""
+
+    inspect: dict[str, Any]
+    host_facts: dict[str, Any]
+
+    @property
+    def host(self) -> dict[str, Any]:
+        return self.inspect.get("HostConfig") or {}
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.inspect.get("Config") or {}
+
+    @property
+    def mounts(self) -> list[tuple[Any, Any, Any, bool]]:
+        """(type, source, target, writable) of every mount; a volume is named by its name
+        (its Source is the engine's own directory for it)."""
+        return sorted((m.get("Type"), m.get("Name") if m.get("Type") == "volume"
+                       else m.get("Source"), m.get("Destination"), bool(m.get("RW")))
+                      for m in self.inspect.get("Mounts") or [])
+
+
+def _none(*_: Any) -> dict[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One isolation setting and every place it shows. A facet left at its default has
+    nothing to say there, and the table says why in a comment."""
+
+    name: str
+    create: Callable[[SandboxSpec], dict[str, Any]]  # the engine's create arguments
+    outside: Callable[[GuardPolicy, View], list[Check]]
+    inside: tuple[str, ...] = ()  # the probe's guards (guards.check_inside) that see it
+    record: Callable[[Limits], dict[str, Any]] = _none  # an exec record's `limits`
+    policy: Callable[[SandboxSpec], dict[str, Any]] = _none  # the guard policy's values
+    # The compose service's keys, from the spec and this setting's own create arguments.
+    compose: Callable[[SandboxSpec, dict[str, Any]], dict[str, Any]] = _none
+    k8s: Callable[[SandboxSpec], dict[str, Any]] = _none
+    why: str = field(default="", compare=False)
+
+
+# -- the facets that need more than a line ------------------------------------------------------
+
+def _uid_gid(user: str) -> tuple[int, int]:
+    uid, _, gid = user.partition(":")
+    return int(uid), int(gid)
+
+
+def _k8s_user(spec: SandboxSpec) -> dict[str, dict[str, Any]]:
+    uid, gid = _uid_gid(spec.user)
+    ids = {"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": gid}
+    return {"security": ids, "pod_security": {**ids, "fsGroup": gid}}
+
+
+def _user_check(policy: GuardPolicy, view: View) -> list[Check]:
+    user = view.config.get("User") or ""
+    return [("user", policy.user, user,
+             user == policy.user and user.split(":")[0] not in ("", "0", "root"))]
+
+
+def _helper_checks(policy: GuardPolicy, view: View) -> list[Check]:
+    mounted = next(({"source": m[1], "target": m[2], "read_only": not m[3]}
+                    for m in view.mounts if m[0] == "bind" and m[2] == HELPER_PATH),
+                   "not mounted")
+    facts = view.host_facts.get("helper")
+    hashed = facts if isinstance(facts, dict) else {}
+    digest = policy.helper.get("sha256")
+    pid1 = HELPER_SERVE if policy.resident else HELPER_IDLE
+    host, config = view.host, view.config
+    return [
+        ("helper_mount", {"source": policy.helper.get("source"), "target": HELPER_PATH,
+                          "read_only": True}, mounted, None),
+        ("helper_digest", digest, hashed.get("error") or hashed.get("sha256") or "not hashed",
+         hashed.get("error") is None and hashed.get("path") == policy.helper.get("source")
+         and hashed.get("sha256") == digest and SHA256_HEX.fullmatch(str(digest)) is not None),
+        ("pid1", f"{pid1} as PID 1, no init wrapper",
+         " ".join([*(config.get("Entrypoint") or []), *(config.get("Cmd") or [])])
+         + (" under docker-init" if host.get("Init") else ""),
+         not host.get("Init") and not config.get("Entrypoint")
+         and " ".join(config.get("Cmd") or []) == pid1),
+    ]
+
+
+def _helper_create(spec: SandboxSpec) -> dict[str, Any]:
+    # PID 1 is the helper: `serve` answers requests on its stdin (the attach stream), `idle`
+    # only reaps while each command comes in through docker exec. The kernel shields a
+    # namespace's init from every signal sent inside it, so a tool cannot end the container
+    # (docker-init would exit with its child, and any same-uid tool can kill that child).
+    return {"command": [HELPER_PATH, "serve" if spec.exec_path == RESIDENT else "idle"],
+            "entrypoint": [], "init": False}
+
+
+def _mount_checks(policy: GuardPolicy, view: View) -> list[Check]:
+    declared = sorted(("volume" if m.volume else "bind", m.source, m.target, not m.read_only)
+                      for m in (*policy.mounts, policy.helper_mount))
+    mounts = view.mounts
+    return [("tmpfs", policy.tmpfs, view.host.get("Tmpfs") or {}, None),
+            ("mounts", declared, mounts, None),
+            ("docker_socket", "not mounted", "mounted" if any(
+                "docker.sock" in str(m[1]) for m in mounts) else "not mounted", None)]
+
+
+def _mounts_compose(spec: SandboxSpec, create: dict[str, Any]) -> dict[str, Any]:
+    def source(target: str) -> str:
+        if target == HELPER_PATH:
+            return COMPOSE_HELPER
+        return f"${{SANDBENCH_WORK:?}}/{spec.arm}/{target.strip('/')}"
+    return {"tmpfs": [f"{path}:{opts}" for path, opts in create["tmpfs"].items()],
+            "volumes": [{"type": "bind", "source": source(m["Target"]), "target": m["Target"],
+                         "read_only": m["ReadOnly"]} for m in create["mounts"]]}
+
+
+def _mounts_k8s(spec: SandboxSpec) -> dict[str, Any]:
+    """The arm's mounts as generic ephemeral volumes requested at their bounds, /tmp in
+    memory at its bound, and the helper a read-only file of the node's."""
+    arm = [(m.target.strip("/"), m.target, m.size_bytes) for m in spec.mounts]
+    run = {labels.LABEL_RUN: spec.run_id, K8S_MANAGED_BY: "sandbench"}
+    volumes = [{"name": name, "ephemeral": {"volumeClaimTemplate": {
+        "metadata": {"labels": run},
+        "spec": {"accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": str(size)}}}}}}
+        for name, _, size in arm]
+    volumes += [{"name": "tmp", "emptyDir": {"medium": "Memory",
+                                             "sizeLimit": str(spec.limits.tmp_bytes)}},
+                {"name": "helper", "hostPath": {
+                    "path": f"{NODE_HELPER_DIR}/{spec.helper.source.name}", "type": "File"}}]
+    mounts = [*({"name": name, "mountPath": target} for name, target, _ in arm),
+              {"name": "tmp", "mountPath": "/tmp"},
+              {"name": "helper", "mountPath": HELPER_PATH, "readOnly": True}]
+    # No service-account token is mounted either.
+    return {"volumes": volumes, "mounts": mounts, "pod": {"automountServiceAccountToken": False}}
+
+
+def _channel_checks(policy: GuardPolicy, view: View) -> list[Check]:
+    # Stdin open only for the resident executor's requests; never a TTY, and never closed
+    # after one attach (StdinOnce), which would end the channel. Runs recorded before the
+    # resident executor (no exec_path) carry no channel guards.
+    if policy.exec_path is None:
+        return []
+    config = view.config
+    return [("exec_channel", {"open_stdin": policy.resident, "stdin_once": False, "tty": False},
+             {"open_stdin": config.get("OpenStdin"), "stdin_once": config.get("StdinOnce"),
+              "tty": config.get("Tty")}, None)]
+
+
+def _tmpfs(spec: SandboxSpec) -> dict[str, str]:
+    return {"/tmp": f"rw,nosuid,nodev,size={spec.limits.tmp_bytes},mode=1777"}
+
+
+def image_var(arm: str) -> str:
+    """The compose variable holding an arm's image id on this host."""
+    return "SANDBENCH_IMAGE_" + arm.upper().replace("-", "_")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    # The deny-all NetworkPolicy beside the Jobs is the rest of the Kubernetes side.
+    Setting("network", why="no interface but lo, no name service",
+            create=lambda s: {"network_mode": "none"},
+            outside=lambda p, v: [
+                ("network_mode", "none", v.host.get("NetworkMode"), None),
+                ("networks", ["none"],
+                 sorted((v.inspect.get("NetworkSettings") or {}).get("Networks") or {}), None)],
+            inside=("interfaces", "routes", "name_lookup", "loopback_tcp", "loopback_udp"),
+            compose=lambda s, c: dict(c),
+            # Name lookups go to the pod's own loopback, where nothing answers.
+            k8s=lambda s: {"pod": {"hostNetwork": False, "dnsPolicy": "None",
+                                   "dnsConfig": {"nameservers": ["127.0.0.1"]}}}),
+    # Privilege shows inside as the capability sets the probe reads (`capabilities`).
+    Setting("privileged", why="no device or kernel access beyond a plain container",
+            create=lambda s: {"privileged": False},
+            outside=lambda p, v: [("privileged", False, v.host.get("Privileged"), None)],
+            compose=lambda s, c: dict(c),
+            k8s=lambda s: {"security": {"privileged": False}}),
+    Setting("capabilities", why="every capability dropped",
+            create=lambda s: {"cap_drop": ["ALL"]},
+            outside=lambda p, v: [
+                ("cap_drop", ["ALL"], sorted(c.upper() for c in v.host.get("CapDrop") or []),
+                 None),
+                ("cap_add", [], sorted(v.host.get("CapAdd") or []), None)],
+            inside=("cap_eff", "cap_bnd", "cap_amb"),
+            compose=lambda s, c: dict(c),
+            k8s=lambda s: {"security": {"capabilities": {"drop": ["ALL"]}}}),
+    Setting("read_only_root", why="the image's files cannot change",
+            create=lambda s: {"read_only": True},
+            outside=lambda p, v: [("read_only_root", True, v.host.get("ReadonlyRootfs"), None)],
+            inside=("root_writable", "root_read_only_mount"),
+            compose=lambda s, c: dict(c),
+            k8s=lambda s: {"security": {"readOnlyRootFilesystem": True}}),
+    # The compose user is a variable: the file is the same on every machine.
+    Setting("user", why="a non-root uid:gid",
+            create=lambda s: {"user": s.user},
+            outside=_user_check, inside=("uid", "gid"),
+            compose=lambda s, c: {"user": COMPOSE_USER},
+            k8s=_k8s_user),
+    Setting("no_new_privileges", why="no setuid or file capability gains anything",
+            create=lambda s: {"security_opt": ["no-new-privileges:true"]},
+            outside=lambda p, v: [(
+                "no_new_privileges", "no-new-privileges:true", v.host.get("SecurityOpt") or [],
+                any(o in ("no-new-privileges", "no-new-privileges:true")
+                    for o in v.host.get("SecurityOpt") or []))],
+            inside=("no_new_privs",),
+            compose=lambda s, c: dict(c),
+            k8s=lambda s: {"security": {"allowPrivilegeEscalation": False}}),
+    # The engine's default seccomp and AppArmor profiles: nothing to ask for at create or in
+    # compose, only no opt-out to refuse.
+    Setting("confinement", why="the engine's default seccomp and LSM profiles",
+            create=_none,
+            outside=lambda p, v: [(
+                "confinement", NO_OPT_OUT, sorted(
+                    o for o in v.host.get("SecurityOpt") or []
+                    if o.replace(":", "=") in UNCONFINED) or NO_OPT_OUT, None)],
+            inside=("seccomp",),
+            k8s=lambda s: {"security": {"seccompProfile": {"type": "RuntimeDefault"}},
+                           "pod_security": {"seccompProfile": {"type": "RuntimeDefault"}}}),
+    # No engine-side log of PID 1's output (a tool could write it through /proc). A kubelet
+    # always keeps container logs: the Job has no key for it (see the k8s header).
+    Setting("logging", why="no engine-side log a tool could fill",
+            create=lambda s: {"log_config": {"type": "none"}},
+            outside=lambda p, v: [("log_driver", "none",
+                                   (v.host.get("LogConfig") or {}).get("Type"), None)],
+            compose=lambda s, c: {"logging": {"driver": c["log_config"]["type"]}}),
+    # No image HEALTHCHECK running code beside the measured commands; a Job declares no
+    # probes, Kubernetes' default.
+    Setting("healthcheck", why="no code runs beside the measured commands",
+            create=lambda s: {"healthcheck": {"test": ["NONE"]}},
+            outside=lambda p, v: [("healthcheck", ["NONE"],
+                                   (v.config.get("Healthcheck") or {}).get("Test"), None)],
+            compose=lambda s, c: {"healthcheck": {"disable": True}}),
+    Setting("memory", why="the arm's memory, swap included",
+            create=lambda s: {"mem_limit": s.limits.memory_bytes,
+                              "memswap_limit": s.limits.memory_bytes},
+            outside=lambda p, v: [
+                ("memory_bytes", p.memory_bytes, v.host.get("Memory"), None),
+                ("memory_swap_bytes", p.memory_bytes, v.host.get("MemorySwap"), None)],
+            record=lambda limits: {"memory_bytes": limits.memory_bytes},
+            policy=lambda s: {"memory_bytes": s.limits.memory_bytes},
+            compose=lambda s, c: dict(c),
+            k8s=lambda s: {"resources": {"memory": str(s.limits.memory_bytes)}}),
+    # Kubernetes has no per-pod pids limit: the annotation states what the node's
+    # podPidsLimit must not exceed.
+    Setting("pids", why="the arm's processes and threads",
+            create=lambda s: {"pids_limit": s.limits.pids},
+            outside=lambda p, v: [("pids_limit", p.pids, v.host.get("PidsLimit"), None)],
+            record=lambda limits: {"pids": limits.pids},
+            policy=lambda s: {"pids": s.limits.pids},
+            compose=lambda s, c: dict(c),
+            k8s=lambda s: {"annotations": {"sandbench.pids": str(s.limits.pids)}}),
+    Setting("cpus", why="the arm's CPU time",
+            create=lambda s: {"nano_cpus": s.limits.nano_cpus},
+            outside=lambda p, v: [("nano_cpus", p.nano_cpus, v.host.get("NanoCpus"), None)],
+            record=lambda limits: {"cpus": limits.cpus},
+            policy=lambda s: {"nano_cpus": s.limits.nano_cpus},
+            compose=lambda s, c: {"cpus": s.limits.cpus},
+            k8s=lambda s: {"resources": {"cpu": f"{s.limits.nano_cpus // 1_000_000}m"}}),
+    # Its mount is among `mounts`; here what runs as PID 1 and the digest of what is mounted.
+    Setting("helper", why="the host's helper, and nothing else, as PID 1",
+            create=_helper_create, outside=_helper_checks, inside=("image_helpers",),
+            compose=lambda s, c: dict(c),
+            k8s=lambda s: {"container": {"command": _helper_create(s)["command"]},
+                           "annotations": {"sandbench.helper.sha256": s.helper.sha256}}),
+    Setting("mounts", why="only the declared mounts, each bounded, and a bounded /tmp",
+            create=lambda s: {"tmpfs": _tmpfs(s), "mounts": [
+                m.engine_spelling for m in (*s.mounts, s.helper_mount)]},
+            outside=_mount_checks, inside=("mount_list", "mount_modes", "mount_sizes"),
+            record=lambda limits: {"tmp_bytes": limits.tmp_bytes},
+            policy=lambda s: {"tmpfs": _tmpfs(s)},
+            compose=_mounts_compose, k8s=_mounts_k8s),
+    # Docker gives no device unless asked, nor does a pod.
+    Setting("devices", why="no host device",
+            create=_none,
+            outside=lambda p, v: [("devices", [], v.host.get("Devices") or [], None)]),
+    # Debian's docker-compose 1.29 has no key for the cgroup namespace (Compose v2 spells it
+    # `cgroup: private`): it is recorded as x-sandbench-cgroupns.
+    Setting("namespaces", why="no namespace shared with the host",
+            create=lambda s: {"ipc_mode": "private", "cgroupns": "private",
+                              "hostname": "sandbox"},
+            outside=lambda p, v: [("host_namespaces", [], sorted(
+                k for k in HOST_NAMESPACES if v.host.get(k) == "host"), None)],
+            compose=lambda s, c: {"ipc": c["ipc_mode"], "x-sandbench-cgroupns": c["cgroupns"],
+                                  "hostname": c["hostname"]},
+            k8s=lambda s: {"pod": {"hostPID": False, "hostIPC": False,
+                                   "shareProcessNamespace": False, "hostname": "sandbox"}}),
+    # The image by its locked id; a compose file names it by a variable of this host's.
+    Setting("image", why="the locked image",
+            create=lambda s: {"image": s.image_id},
+            outside=lambda p, v: [("image_id", p.image_id, v.inspect.get("Image"), None)],
+            compose=lambda s, c: {"image": f"${{{image_var(s.arm)}:?write bench/compose/"
+                                           "*.env with sandbench compose export}"},
+            k8s=lambda s: {"container": {"image": s.image_id, "imagePullPolicy": "Never"}}),
+    # Exactly the arm's environment (the policy's includes the image's own ENV).
+    Setting("env", why="exactly the declared environment",
+            create=lambda s: {"environment": [f"{k}={v}" for k, v in sorted(s.env.items())]},
+            outside=lambda p, v: [("env", sorted(p.env),
+                                   sorted(v.config.get("Env") or []), None)],
+            compose=lambda s, c: {"environment": dict(sorted(s.env.items()))},
+            # No service addresses in the environment either.
+            k8s=lambda s: {"container": {"env": [{"name": k, "value": v}
+                                                 for k, v in sorted(s.env.items())]},
+                           "pod": {"enableServiceLinks": False}}),
+    Setting("labels", why="the run and arm it belongs to, for cleanup and audit",
+            create=lambda s: {"labels": s.labels},
+            outside=lambda p, v: [("labels", p.labels, {
+                k: (v.config.get("Labels") or {}).get(k) for k in p.labels}, None)],
+            compose=lambda s, c: {"labels": {k: v for k, v in sorted(c["labels"].items())
+                                             if k not in PER_RUN_LABELS}},
+            k8s=lambda s: {"labels": {labels.LABEL_ARM: s.arm},
+                           "annotations": {labels.LABEL_TOOL_VERSION: s.tool_version}}),
+    # The resident executor's channel: PID 1 reads requests on stdin (sandbench attaches).
+    # A Job's commands come through kubectl exec: no stdin, no TTY.
+    Setting("exec_channel", why="PID 1's stdin only for the resident executor",
+            create=lambda s: {"stdin_open": s.exec_path == RESIDENT},
+            outside=_channel_checks, inside=("channel_private",),
+            compose=lambda s, c: dict(c),
+            k8s=lambda s: {"container": {"stdin": False, "tty": False}}),
+)
+
+
+def _merge(into: dict[str, Any], part: Mapping[str, Any], setting: str) -> None:
+    """One setting's keys into the whole: a key two settings both give is a table bug."""
+    for key, value in part.items():
+        if key in into:
+            raise ValueError(f"isolation setting {setting!r} gives {key!r} again")
+        into[key] = value
+
+
+def fold(parts: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for name, part in parts:
+        _merge(merged, part, name)
+    return merged
+
+
+def create_kwargs(spec: SandboxSpec, settings: Iterable[Setting] = SETTINGS) -> dict[str, Any]:
+    """The engine's create arguments of every setting."""
+    return fold((s.name, s.create(spec)) for s in settings)
+
+
+def outside_checks(policy: GuardPolicy, inspect: dict[str, Any], host_facts: dict[str, Any],
+                   settings: Iterable[Setting] = SETTINGS) -> list[Check]:
+    view = View(inspect, host_facts)
+    return [check for s in settings for check in s.outside(policy, view)]
+
+
+def record_limits(limits: Limits, settings: Iterable[Setting] = SETTINGS) -> dict[str, Any]:
+    """The limits an exec record states (the run adds its per-command bounds)."""
+    return fold((s.name, s.record(limits)) for s in settings)
+
+
+def policy_values(spec: SandboxSpec, settings: Iterable[Setting] = SETTINGS) -> dict[str, Any]:
+    """The guard policy's values of the settings (the rest of it names the container)."""
+    return fold((s.name, s.policy(spec)) for s in settings)
+
+
+def compose_service(spec: SandboxSpec, settings: Iterable[Setting] = SETTINGS
+                    ) -> dict[str, Any]:
+    return fold((s.name, s.compose(spec, s.create(spec))) for s in settings)
+
+
+def k8s_parts(spec: SandboxSpec, settings: Iterable[Setting] = SETTINGS) -> dict[str, Any]:
+    """Every setting's Kubernetes keys by place (K8S_PLACES), and items of the lists
+    (K8S_LISTS) in the table's order."""
+    places: dict[str, Any] = {place: {} for place in K8S_PLACES}
+    places.update({name: [] for name in K8S_LISTS})
+    for s in settings:
+        for place, part in s.k8s(spec).items():
+            if place in K8S_LISTS:
+                places[place].extend(part)
+            else:
+                _merge(places[place], part, s.name)
+    return places
