@@ -15,7 +15,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -66,27 +66,32 @@ class GuardPolicy:
     user: str
     env: list[str]
     mounts: list[DeclaredMount]
-    tmpfs: dict[str, str]
-    memory_bytes: int
-    pids: int
-    nano_cpus: int
     labels: dict[str, str] = field(default_factory=dict)
     # The host file mounted at HELPER_PATH and the sha256 the image lock gives it.
     helper: dict[str, str] = field(default_factory=dict)
     # "resident" or "docker-exec"; None in runs recorded before the resident executor, whose
     # PID 1 was always `idle` and which carry no channel guards.
     exec_path: str | None = None
+    # Each isolation setting's values (isolation.policy_values: tmpfs, memory_bytes, pids,
+    # nano_cpus), stored beside the fields above.
+    values: dict[str, Any] = field(default_factory=dict)
 
     @property
     def resident(self) -> bool:
         return self.exec_path == isolation.RESIDENT
 
+    @property
+    def tmpfs(self) -> dict[str, str]:
+        return dict(self.values.get("tmpfs") or {})
+
     def to_json(self) -> dict[str, Any]:
-        """As stored; a bind mount is written as before volumes existed (no `volume` key)."""
+        """As stored: the settings' values as fields of their own; a bind mount is written as
+        before volumes existed (no `volume` key)."""
         data = asdict(self)
+        values = data.pop("values")
         data["mounts"] = [{k: v for k, v in m.items() if k != "volume" or v}
                           for m in data["mounts"]]
-        return data
+        return {**data, **values}
 
     @property
     def helper_mount(self) -> DeclaredMount:
@@ -101,7 +106,10 @@ class GuardPolicy:
                 _, index, key = problem.where
                 raise _bad_member(source, int(index), str(key), problem.expected, problem.found)
             raise InputError.bad_value(source, problem.key, problem.expected, problem.found)
-        return cls(**{**data, "mounts": [DeclaredMount(**m) for m in data["mounts"]]})
+        named = {f.name for f in fields(cls)} - {"values", "mounts"}
+        return cls(**{k: v for k, v in data.items() if k in named},
+                   mounts=[DeclaredMount(**m) for m in data["mounts"]],
+                   values={k: v for k, v in data.items() if k not in {*named, "mounts"}})
 
     @property
     def uid_gid(self) -> tuple[int, int]:

@@ -135,7 +135,7 @@ class Sandbox:
                                          m.volume) for m in self.spec.mounts],
             labels={labels.LABEL_RUN: self.spec.run_id, labels.LABEL_ARM: self.spec.arm},
             helper={"source": str(self.spec.helper.source), "sha256": self.spec.helper.sha256},
-            exec_path=self.spec.exec_path, **isolation.policy_values(self.spec))
+            exec_path=self.spec.exec_path, values=isolation.policy_values(self.spec))
 
     def remove(self) -> None:
         if self.channel is not None:

@@ -18,10 +18,10 @@ POLICY = guards.GuardPolicy(
     env=["HOME=/state/home", "PATH=/usr/bin:/bin"],
     mounts=[guards.DeclaredMount("/bench/w/corpus", "/corpus", False, 64 << 20),
             guards.DeclaredMount("/bench/w/state", "/state", False, 32 << 20)],
-    tmpfs={"/tmp": "rw,nosuid,nodev,size=536870912,mode=1777"},
-    memory_bytes=4 << 30, pids=512, nano_cpus=2_000_000_000,
     labels={"sandbench.run": "r1", "sandbench.arm": "rg"},
-    helper={"source": "/bench/helper/sandbench-exec-c0ffee", "sha256": "c" * 64})
+    helper={"source": "/bench/helper/sandbench-exec-c0ffee", "sha256": "c" * 64},
+    values={"tmpfs": {"/tmp": "rw,nosuid,nodev,size=536870912,mode=1777"},
+            "memory_bytes": 4 << 30, "pids": 512, "nano_cpus": 2_000_000_000})
 
 HOST = guards.helper_facts(Path("/bench/helper/sandbench-exec-c0ffee"), "c" * 64, None)
 
