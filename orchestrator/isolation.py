@@ -396,38 +396,38 @@ def fold(parts: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     return merged
 
 
-def create_kwargs(spec: SandboxSpec, settings: Iterable[Setting] = SETTINGS) -> dict[str, Any]:
+def create_kwargs(spec: SandboxSpec) -> dict[str, Any]:
     """The engine's create arguments of every setting."""
-    return fold((s.name, s.create(spec)) for s in settings)
+    return fold((s.name, s.create(spec)) for s in SETTINGS)
 
 
-def outside_checks(policy: GuardPolicy, inspect: dict[str, Any], host_facts: dict[str, Any],
-                   settings: Iterable[Setting] = SETTINGS) -> list[Check]:
+def outside_checks(policy: GuardPolicy, inspect: dict[str, Any], host_facts: dict[str, Any]
+                   ) -> list[Check]:
     view = View(inspect, host_facts)
-    return [check for s in settings for check in s.outside(policy, view)]
+    return [check for s in SETTINGS for check in s.outside(policy, view)]
 
 
-def record_limits(limits: Limits, settings: Iterable[Setting] = SETTINGS) -> dict[str, Any]:
+def record_limits(limits: Limits) -> dict[str, Any]:
     """The limits an exec record states (the run adds its per-command bounds)."""
-    return fold((s.name, s.record(limits)) for s in settings)
+    return fold((s.name, s.record(limits)) for s in SETTINGS)
 
 
-def policy_values(spec: SandboxSpec, settings: Iterable[Setting] = SETTINGS) -> dict[str, Any]:
+def policy_values(spec: SandboxSpec) -> dict[str, Any]:
     """The guard policy's values of the settings (the rest of it names the container)."""
-    return fold((s.name, s.policy(spec)) for s in settings)
+    return fold((s.name, s.policy(spec)) for s in SETTINGS)
 
 
-def compose_service(spec: SandboxSpec, settings: Iterable[Setting] = SETTINGS
-                    ) -> dict[str, Any]:
-    return fold((s.name, s.compose(spec, s.create(spec))) for s in settings)
+def compose_service(spec: SandboxSpec) -> dict[str, Any]:
+    """The compose service's keys of every setting."""
+    return fold((s.name, s.compose(spec, s.create(spec))) for s in SETTINGS)
 
 
-def k8s_parts(spec: SandboxSpec, settings: Iterable[Setting] = SETTINGS) -> dict[str, Any]:
+def k8s_parts(spec: SandboxSpec) -> dict[str, Any]:
     """Every setting's Kubernetes keys by place (K8S_PLACES), and items of the lists
     (K8S_LISTS) in the table's order."""
     places: dict[str, Any] = {place: {} for place in K8S_PLACES}
     places.update({name: [] for name in K8S_LISTS})
-    for s in settings:
+    for s in SETTINGS:
         for place, part in s.k8s(spec).items():
             if place in K8S_LISTS:
                 places[place].extend(part)
