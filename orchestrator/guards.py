@@ -124,6 +124,11 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _within(size: Any, bound: int) -> bool:
+    """A file system's size as the probe read it: a positive int no larger than its bound."""
+    return _is_int(size) and 0 < size <= bound
+
+
 def _bad_member(source: Path, index: int, key: str, expected: str, found: Any) -> InputError:
     """A bad field of one declared mount, named with the mount's index."""
     return InputError(f"{source}: mounts[{index}].{key}: expected {expected}, found {found!r}",
@@ -210,7 +215,7 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
         _result("mount_modes", inside, [], wrong_mode),
         _result("mount_sizes", inside, {t: f"<= {b}" for t, b in sorted(bounds.items())},
                 dict(sorted(sizes.items())),
-                ok=all(_is_int(sizes[t]) and 0 < sizes[t] <= b for t, b in bounds.items())),
+                ok=all(_within(sizes[t], b) for t, b in bounds.items())),
         # Arm images carry no helper: one of their own is stale or meant to be mistaken
         # for the mounted one.
         _result("image_helpers", inside, [], facts.get("image_helpers")),
@@ -222,7 +227,8 @@ def _channel_private(policy: GuardPolicy, facts: dict[str, Any]) -> list[GuardRe
     process of the sandbox's uid, in either direction."""
     if policy.exec_path is None:
         return []
-    tried = facts.get("pid1_fds") if isinstance(facts.get("pid1_fds"), dict) else {}
+    fds = facts.get("pid1_fds")
+    tried = fds if isinstance(fds, dict) else {}
     keys = ("stdin_write", "stdin_read", "stdout_write", "stdout_read")
     opened = sorted(k for k in keys if not str(tried.get(k, "")).startswith("open: E"))
     return [_result("channel_private", "inside", "PID 1's stdin and stdout do not open",

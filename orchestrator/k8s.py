@@ -166,8 +166,20 @@ def _run_labels(run_id: str) -> dict[str, str]:
     return {labels.LABEL_RUN: run_id, isolation.K8S_MANAGED_BY: "sandbench"}
 
 
-def pristine_claim(corpus_id: str, sha: str) -> str:
-    return _dns_name("sandbench-corpus", corpus_id, sha[:12])
+def _pin(settings: Settings, corpus_id: str) -> corpus.CorpusPin:
+    """The suite's corpus pin; one without a sha (a proposed corpus) has no pristine copy
+    for a Job to start from."""
+    lock_path = corpus.lock_path(settings)
+    pin = corpus.pin_for(corpus.load_lock(lock_path), corpus_id, lock_path)
+    if pin.sha is None:
+        raise InputError(f"corpus {corpus_id!r} has no sha in {lock_path}",
+                         why="a proposed corpus cannot be fetched, so no Job can copy it",
+                         file=str(lock_path), key=corpus_id)
+    return pin
+
+
+def pristine_claim(corpus_id: str, sha: str | None) -> str:
+    return _dns_name("sandbench-corpus", corpus_id, (sha or "")[:12])
 
 
 def job(spec: SandboxSpec, the_suite: suite.Suite, pin: corpus.CorpusPin, image_tag: str,
@@ -226,8 +238,7 @@ def manifests(settings: Settings, suite_name: str, run_dir: Path | None = None
               ) -> tuple[list[dict[str, Any]], list[SandboxSpec]]:
     """The NetworkPolicy, then one Job per arm with an image; and the specs they render."""
     the_suite, specs, source = _specs(settings, suite_name, run_dir)
-    lock_path = corpus.lock_path(settings)
-    pin = corpus.pin_for(corpus.load_lock(lock_path), the_suite.corpus, lock_path)
+    pin = _pin(settings, the_suite.corpus)
     lock = ImageLock.load(settings.images_lock)
     arm_specs = {a.name: a for a in arms.load_arms(settings.arms_dir, list(the_suite.arms))}
     docs = [deny_all(source.run_id)]
@@ -349,8 +360,7 @@ def export(settings: Settings, suite_name: str, run_dir: Path | None = None
     if run_dir is not None:
         check_against_run(docs, run_dir)
     the_suite = suite.load_suite(settings.suites_dir, suite_name)
-    lock_path = corpus.lock_path(settings)
-    pin = corpus.pin_for(corpus.load_lock(lock_path), the_suite.corpus, lock_path)
+    pin = _pin(settings, the_suite.corpus)
     arm_specs = arms.load_arms(settings.arms_dir, [s.arm for s in specs])
     header = HEADER.format(
         suite=suite_name, run_note=f" --run {run_dir}" if run_dir else "",

@@ -10,11 +10,12 @@ import pytest
 import tenacity
 
 from orchestrator import engine as eng
+from orchestrator.engine import calls
 
 
 @pytest.fixture(autouse=True)
 def _no_retry_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(eng, "RETRY_WAIT", tenacity.wait_none())
+    monkeypatch.setattr(calls, "RETRY_WAIT", tenacity.wait_none())
 
 
 @pytest.fixture(scope="session")

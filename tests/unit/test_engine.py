@@ -1,4 +1,4 @@
-"""The engine boundary: nothing outside orchestrator/engine.py touches the Docker SDK, and the
+"""The engine boundary: nothing outside orchestrator/engine/ touches the Docker SDK, and the
 boundary repeats only what is safe to repeat. The SDK is faked here at its own surface (the
 high-level client and its low-level `api`), so these need no engine."""
 
@@ -14,13 +14,13 @@ import pytest
 import requests.exceptions
 import urllib3.exceptions
 
-from orchestrator import cleanup
-from orchestrator.engine import Engine
-from orchestrator.errors import EngineError, EngineNotFound
+from orchestrator import cleanup, engines
+from orchestrator.engine import Engine, engine_address, tls_config
+from orchestrator.errors import EngineError, EngineNotFound, InputError
 from orchestrator.labels import LABEL_CREATE
 
 REPO = Path(__file__).resolve().parents[2]
-BOUNDARY = REPO / "orchestrator" / "engine.py"
+BOUNDARY = REPO / "orchestrator" / "engine"
 # What only the boundary may say: the SDK itself, its two clients reached through an object,
 # and the SDK's private helpers (never, not even in the boundary).
 SDK_USE = re.compile(r"^\s*(import docker|from docker\b)|\bdocker\.(errors|types|APIClient|"
@@ -36,7 +36,8 @@ def _python_files() -> list[Path]:
 
 def test_only_the_boundary_uses_the_sdk() -> None:
     offenders = [f"{path.relative_to(REPO)}:{n}: {line.strip()}"
-                 for path in _python_files() if path not in (BOUNDARY, Path(__file__))
+                 for path in _python_files()
+                 if BOUNDARY not in path.parents and path != Path(__file__)
                  for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                  if SDK_USE.search(line)]
     assert offenders == []
@@ -231,3 +232,40 @@ def test_a_build_stream_the_engine_cuts_off_is_one_engine_error_naming_the_build
             seen.append(chunk)
     assert seen == [{"stream": "Step 1/2 : FROM base"}]
     assert "IncompleteRead" in raised.value.why
+
+
+# -- the DOCKER_* environment, read by the SDK ----------------------------------------------
+
+def test_the_address_is_docker_hosts_else_the_local_socket(monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "ssh://bench@10.0.0.2")
+    assert engine_address() == "ssh://bench@10.0.0.2"
+    # TLS settings that could not be used do not stop an engine that never uses TLS.
+    monkeypatch.setenv("DOCKER_TLS_VERIFY", "1")
+    monkeypatch.setenv("DOCKER_CERT_PATH", str(tmp_path / "absent"))
+    for unset in ("", None):
+        if unset is None:
+            monkeypatch.delenv("DOCKER_HOST")
+        else:
+            monkeypatch.setenv("DOCKER_HOST", unset)
+        assert engine_address() == "unix:///var/run/docker.sock"
+
+
+def test_missing_tls_files_are_the_sdks_error(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_TLS_VERIFY", "1")
+    monkeypatch.setenv("DOCKER_CERT_PATH", str(tmp_path / "absent"))
+    with pytest.raises(docker.errors.TLSParameterError, match="certificate and key files"):
+        engines.check_address("tcp://10.0.0.2:2376", insecure=False)
+
+
+def test_a_certificate_path_without_verification_is_plain_tcp(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    """The SDK would speak TLS without verifying the engine: no better than plain TCP."""
+    monkeypatch.delenv("DOCKER_TLS_VERIFY", raising=False)
+    monkeypatch.setenv("DOCKER_CERT_PATH", str(tmp_path))
+    for name in ("ca.pem", "cert.pem", "key.pem"):
+        (tmp_path / name).write_text("")
+    assert tls_config() is None
+    with pytest.raises(InputError, match="without TLS"):
+        engines.check_address("tcp://10.0.0.2:2376", insecure=False)

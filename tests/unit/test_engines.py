@@ -133,3 +133,4 @@ def test_a_missing_image_no_engine_has_is_named(tmp_path: Path) -> None:
              for n in ("a", "b")]
     with pytest.raises(SandbenchError, match=r"no engine of the run has images \['rg'\]"):
         engines.bring_images(empty[1], empty, settings, ["rg"], tmp_path / "t")
+

@@ -1,196 +1,29 @@
-"""The one boundary to the Docker engine. Nothing else in sandbench imports the SDK: every
-daemon call is a typed method here, with a timeout, and the errors other modules see are
-sandbench's own (`EngineError`, `EngineNotFound`, `ContainerFailed`).
+"""The connected engine: every daemon call a typed method, with a timeout.
 
 Retries follow what a call does to the engine. A call that reads, or whose repeat changes
 nothing (inspect, list, start, tag, kill, remove, pull, exec create), retries transient
-failures under one tenacity policy. A call that makes something is never repeated blindly:
-a container create whose answer was lost is looked up by the unique label it carried, and an
+failures (calls.retry_policy). A call that makes something is never repeated blindly: a
+container create whose answer was lost is looked up by the unique label it carried, and an
 import by the tag it was given, before anything is asked again. Streams (build, load, save,
 exec, attach) are never retried: their side effects have begun by the time they can fail.
 """
 
 from __future__ import annotations
 
-import os
-import socket
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, cast
 
 import docker
-import docker.errors
 import docker.tls
-import requests.exceptions
-import tenacity
-import urllib3.exceptions
 
+from orchestrator.engine.calls import (DEFAULT_TIMEOUT_S, ENGINE_FAILURES, STREAM_TIMEOUT_S, T,
+                                       is_transient, retry_policy, translate)
+from orchestrator.engine.connection import api_version, engine_address, own_trust, tls_config
+from orchestrator.engine.streams import AttachChannel, ExecStream
 from orchestrator.errors import ContainerFailed, EngineError, EngineNotFound
 from orchestrator.labels import LABEL_CREATE
-import contextlib
-
-T = TypeVar("T")
-
-DEFAULT_TIMEOUT_S = 60
-STREAM_TIMEOUT_S = 3600
-# Tests set this to tenacity.wait_none() so retries do not sleep.
-RETRY_WAIT: tenacity.wait.wait_base = tenacity.wait_exponential(multiplier=0.25, max=4)
-RETRY_ATTEMPTS = 5
-MIN_API_VERSION = "1.24"  # the oldest every current engine answers (only to ask its own)
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Connection refused or reset, timeouts, and 5xx are worth another try; 4xx never is."""
-    if isinstance(exc, docker.errors.APIError):
-        code = exc.status_code or 0
-        return code >= 500
-    return isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout
-                      | ConnectionResetError | ConnectionRefusedError | TimeoutError)
-
-
-def retry_policy() -> tenacity.Retrying:
-    """The one tenacity policy for engine calls that are safe to repeat."""
-    return tenacity.Retrying(
-        retry=tenacity.retry_if_exception(is_transient),
-        stop=tenacity.stop_after_attempt(RETRY_ATTEMPTS),
-        wait=RETRY_WAIT,
-        reraise=True,
-    )
-
-
-def engine_address() -> str:
-    return os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-
-
-def _translate(what: str, exc: BaseException) -> EngineError:
-    """The SDK's and requests' errors as sandbench's, naming the call."""
-    if isinstance(exc, docker.errors.NotFound):
-        return EngineNotFound(f"not found: {what}", why=exc.explanation or str(exc))
-    if isinstance(exc, docker.errors.APIError):
-        return EngineError(f"engine refused: {what}", why=exc.explanation or str(exc),
-                           status=exc.status_code)
-    return EngineError(f"engine failed: {what}", why=str(exc) or type(exc).__name__,
-                       fix="check that the engine is running (docker info)")
-
-
-# urllib3's own errors reach a caller reading a stream the engine cut off (a build's, a
-# load's): requests wraps them only while it makes the call.
-_ENGINE_FAILURES = (docker.errors.DockerException, requests.exceptions.RequestException,
-                    urllib3.exceptions.HTTPError, OSError)
-
-
-class ExecStream:
-    """One started `docker exec`: its (stdout, stderr) chunks as they arrive, then the exec's
-    exit code. A broken stream ends the chunks and is kept in `broken`, never raised: the
-    caller's decoder says what a cut-off stream means."""
-
-    def __init__(self, engine: Engine, api: docker.APIClient, exec_id: str) -> None:
-        self._engine = engine
-        self._api = api
-        self._exec_id = exec_id
-        self.broken: str | None = None
-
-    def chunks(self) -> Iterator[tuple[bytes | None, bytes | None]]:
-        try:
-            yield from self._api.exec_start(self._exec_id, stream=True, demux=True)
-        except (requests.exceptions.RequestException, OSError) as exc:
-            self.broken = str(exc) or type(exc).__name__
-
-    def exit_code(self) -> int | None:
-        """The exec's exit code, or None when the engine no longer knows the exec."""
-        try:
-            return self._engine._call("exec inspect", self._api.exec_inspect,
-                                      self._exec_id)["ExitCode"]
-        except EngineError:
-            return None
-
-    def close(self) -> None:
-        self._api.close()
-
-
-class AttachChannel:
-    """A container's attach stream: its stdin to write, its stdout and stderr to read,
-    demultiplexed (the container has no TTY, so each chunk comes with the engine's 8-byte
-    header naming its stream). Opened once for a sandbox's life and never retried; reads
-    block until the container writes or stops."""
-
-    STDOUT, STDERR = 1, 2
-
-    def __init__(self, api: docker.APIClient, response: Any) -> None:
-        self._api = api
-        self._response = response  # holds the engine's connection open
-        # A plain stream (a unix or tcp socket's, as a socket or the SDK's SocketIO) is read
-        # through a descriptor of our own; a socket subclass is read as it is: a TLS engine's
-        # descriptor carries records, not the stream, and an ssh:// one's stream runs through
-        # an ssh process, not its descriptor.
-        plain = not isinstance(response, socket.socket) or type(response) is socket.socket
-        self._sock = socket.socket(fileno=os.dup(response.fileno())) if plain else response
-        self._sock.settimeout(None)
-
-    def send(self, data: bytes) -> None:
-        try:
-            self._sock.sendall(data)
-        except OSError as exc:
-            raise EngineError("the container's attach stream is closed",
-                              why=str(exc) or type(exc).__name__) from exc
-
-    def receive(self) -> tuple[int, bytes] | None:
-        """The next (stream, bytes) the container wrote; None once the stream has ended."""
-        header = self._exactly(8)
-        if header is None:
-            return None
-        payload = self._exactly(int.from_bytes(header[4:], "big"))
-        return None if payload is None else (header[0], payload)
-
-    def _exactly(self, size: int) -> bytes | None:
-        data = bytearray()
-        while len(data) < size:
-            try:
-                chunk = self._sock.recv(min(size - len(data), 1 << 20))
-            except OSError:
-                return None
-            if not chunk:
-                return None
-            data += chunk
-        return bytes(data)
-
-    def close(self) -> None:
-        for close in (self._sock.close, self._response.close, self._api.close):
-            with contextlib.suppress(OSError):
-                close()
-
-
-def tls_config() -> docker.tls.TLSConfig | None:
-    """Docker's own convention for a TLS engine: DOCKER_TLS_VERIFY set, the CA, client
-    certificate and key in DOCKER_CERT_PATH (default ~/.docker); None when it is not set."""
-    if not os.environ.get("DOCKER_TLS_VERIFY"):
-        return None
-    certs = Path(os.environ.get("DOCKER_CERT_PATH") or Path.home() / ".docker")
-    return docker.tls.TLSConfig(client_cert=(str(certs / "cert.pem"), str(certs / "key.pem")),
-                                ca_cert=str(certs / "ca.pem"), verify=True)
-
-
-def _own_trust(api: docker.APIClient, tls: docker.tls.TLSConfig | None) -> None:
-    """A TLS engine is verified against its own CA alone: requests would otherwise let
-    REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE (set on many hosts for a proxy) replace it, and send
-    the engine's traffic through the environment's proxy."""
-    if tls is not None:
-        api.trust_env = False
-
-
-def _api_version(address: str, tls: docker.tls.TLSConfig | None, timeout_s: int) -> str:
-    """The engine's API version, asked as "auto" would but, for a TLS engine, trusting its
-    CA alone (the SDK asks before a caller could say so)."""
-    if tls is None:
-        return "auto"
-    probe = docker.APIClient(base_url=address, version=MIN_API_VERSION, timeout=timeout_s,
-                             tls=tls)
-    _own_trust(probe, tls)
-    try:
-        return str(retry_policy()(probe.version, api_version=False)["ApiVersion"])
-    finally:
-        probe.close()
 
 
 class Engine:
@@ -212,12 +45,12 @@ class Engine:
         tls = tls_config() if address.startswith("tcp://") else None
         try:
             client = docker.DockerClient(base_url=address, timeout=timeout_s,
-                                         version=_api_version(address, tls, timeout_s),
+                                         version=api_version(address, tls, timeout_s),
                                          tls=tls or False,
                                          use_ssh_client=address.startswith("ssh://"))
-            _own_trust(client.api, tls)
+            own_trust(client.api, tls)
             retry_policy()(client.ping)
-        except _ENGINE_FAILURES as exc:
+        except ENGINE_FAILURES as exc:
             raise EngineError(
                 f"no Docker engine answers at {address}",
                 why=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
@@ -233,15 +66,17 @@ class Engine:
             if retry:
                 return retry_policy()(fn, *args, **kwargs)
             return fn(*args, **kwargs)
-        except _ENGINE_FAILURES as exc:
-            raise _translate(what, exc) from exc
+        except ENGINE_FAILURES as exc:
+            raise translate(what, exc) from exc
 
     def _stream_client(self, timeout_s: float | None) -> docker.APIClient:
         """A low-level client whose socket timeout fits one long exec or build stream."""
+        # The SDK hands the timeout to requests, which takes seconds as a float, or None.
         api = docker.APIClient(base_url=self.address, version=self._api.api_version,
-                               timeout=timeout_s, tls=self._tls or False,
+                               timeout=timeout_s,  # type: ignore[arg-type]
+                               tls=self._tls or False,
                                use_ssh_client=self.address.startswith("ssh://"))
-        _own_trust(api, self._tls)
+        own_trust(api, self._tls)
         return api
 
     # -- the engine itself ------------------------------------------------------------------
@@ -297,8 +132,8 @@ class Engine:
                                 retry=False)
             try:
                 yield from stream
-            except _ENGINE_FAILURES as exc:
-                raise _translate(f"build {context.name}", exc) from exc
+            except ENGINE_FAILURES as exc:
+                raise translate(f"build {context.name}", exc) from exc
         finally:
             api.close()
 
@@ -330,8 +165,8 @@ class Engine:
             try:
                 response.raise_for_status()
                 yield from response.iter_content(chunk_size=1 << 20)
-            except _ENGINE_FAILURES as exc:
-                raise _translate(f"save {', '.join(refs)}", exc) from exc
+            except ENGINE_FAILURES as exc:
+                raise translate(f"save {', '.join(refs)}", exc) from exc
         finally:
             api.close()
 
@@ -342,8 +177,8 @@ class Engine:
             for chunk in self._call("load images", api.load_image, archive, retry=False):
                 if isinstance(chunk, dict) and "error" in chunk:
                     raise EngineError("engine refused: load images", why=chunk["error"])
-        except _ENGINE_FAILURES as exc:
-            raise _translate("load images", exc) from exc
+        except ENGINE_FAILURES as exc:
+            raise translate("load images", exc) from exc
         finally:
             api.close()
 
@@ -363,7 +198,10 @@ class Engine:
             if tried and (made := self._created(token)):
                 return made[0]
             tried = True
-            return self._client.containers.create(**kwargs).id
+            made_id = self._client.containers.create(**kwargs).id
+            if made_id is None:
+                raise EngineError(f"engine answered {what} without a container id")
+            return made_id
 
         container_id = self._call(what, attempt)
         for duplicate in self._created(token):
@@ -422,8 +260,8 @@ class Engine:
                                    api.get_archive, container_id, path, retry=False)
             try:
                 yield from stream
-            except _ENGINE_FAILURES as exc:
-                raise _translate(f"copy {path} out of {container_id[:12]}", exc) from exc
+            except ENGINE_FAILURES as exc:
+                raise translate(f"copy {path} out of {container_id[:12]}", exc) from exc
         finally:
             api.close()
 
@@ -474,9 +312,12 @@ class Engine:
             self.start(container_id)
             status = self._call("wait", self._api.wait, container_id, timeout=timeout_s,
                                 retry=False)["StatusCode"]
-            out = self._call("logs", self._api.logs, container_id, stdout=True, stderr=False)
+            # Without stream=True the SDK answers the logs as bytes.
+            out = cast(bytes, self._call("logs", self._api.logs, container_id, stdout=True,
+                                         stderr=False))
             if status != 0:
-                err = self._call("logs", self._api.logs, container_id, stdout=False, stderr=True)
+                err = cast(bytes, self._call("logs", self._api.logs, container_id,
+                                             stdout=False, stderr=True))
                 raise ContainerFailed(f"{' '.join(spec['command'])} exited with {status}",
                                       why=err.decode(errors="replace")[-500:], status=status)
             return out
