@@ -6,7 +6,9 @@ helper's probe), what an exec record and the guard policy store of it, and how a
 service and a Kubernetes Job express it. The container's create arguments, the outside
 guards, the record's limits, the guard policy's values, the compose service and the Job are
 all folded from `SETTINGS`, so a setting added here reaches every one of them, and a test
-fails when one of them is left without it.
+fails when one of them is left without it (tests/unit/test_isolation.py). A new setting (a
+container runtime per arm, say) is one entry here, and the key it stores in the guard policy
+or the exec record declared in that document's schema.
 
 The table's order is the order of the outside guards in a verdict (stored verdicts are
 compared with recomputed ones), and of the mount lists the facets build. Nothing here talks
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from orchestrator import labels
@@ -101,7 +103,6 @@ class Setting:
     # The compose service's keys, from the spec and this setting's own create arguments.
     compose: Callable[[SandboxSpec, dict[str, Any]], dict[str, Any]] = _none
     k8s: Callable[[SandboxSpec], dict[str, Any]] = _none
-    why: str = field(default="", compare=False)
 
 
 # -- the facets that need more than a line ------------------------------------------------------
@@ -219,7 +220,7 @@ def image_var(arm: str) -> str:
 
 SETTINGS: tuple[Setting, ...] = (
     # The deny-all NetworkPolicy beside the Jobs is the rest of the Kubernetes side.
-    Setting("network", why="no interface but lo, no name service",
+    Setting("network",  # no interface but lo, no name service
             create=lambda s: {"network_mode": "none"},
             outside=lambda p, v: [
                 ("network_mode", "none", v.host.get("NetworkMode"), None),
@@ -231,12 +232,12 @@ SETTINGS: tuple[Setting, ...] = (
             k8s=lambda s: {"pod": {"hostNetwork": False, "dnsPolicy": "None",
                                    "dnsConfig": {"nameservers": ["127.0.0.1"]}}}),
     # Privilege shows inside as the capability sets the probe reads (`capabilities`).
-    Setting("privileged", why="no device or kernel access beyond a plain container",
+    Setting("privileged",  # no device or kernel access beyond a plain container
             create=lambda s: {"privileged": False},
             outside=lambda p, v: [("privileged", False, v.host.get("Privileged"), None)],
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"security": {"privileged": False}}),
-    Setting("capabilities", why="every capability dropped",
+    Setting("capabilities",  # every capability dropped
             create=lambda s: {"cap_drop": ["ALL"]},
             outside=lambda p, v: [
                 ("cap_drop", ["ALL"], sorted(c.upper() for c in v.host.get("CapDrop") or []),
@@ -245,19 +246,19 @@ SETTINGS: tuple[Setting, ...] = (
             inside=("cap_eff", "cap_bnd", "cap_amb"),
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"security": {"capabilities": {"drop": ["ALL"]}}}),
-    Setting("read_only_root", why="the image's files cannot change",
+    Setting("read_only_root",  # the image's files cannot change
             create=lambda s: {"read_only": True},
             outside=lambda p, v: [("read_only_root", True, v.host.get("ReadonlyRootfs"), None)],
             inside=("root_writable", "root_read_only_mount"),
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"security": {"readOnlyRootFilesystem": True}}),
     # The compose user is a variable: the file is the same on every machine.
-    Setting("user", why="a non-root uid:gid",
+    Setting("user",  # a non-root uid:gid
             create=lambda s: {"user": s.user},
             outside=_user_check, inside=("uid", "gid"),
             compose=lambda s, c: {"user": COMPOSE_USER},
             k8s=_k8s_user),
-    Setting("no_new_privileges", why="no setuid or file capability gains anything",
+    Setting("no_new_privileges",  # no setuid or file capability gains anything
             create=lambda s: {"security_opt": ["no-new-privileges:true"]},
             outside=lambda p, v: [(
                 "no_new_privileges", "no-new-privileges:true", v.host.get("SecurityOpt") or [],
@@ -268,7 +269,7 @@ SETTINGS: tuple[Setting, ...] = (
             k8s=lambda s: {"security": {"allowPrivilegeEscalation": False}}),
     # The engine's default seccomp and AppArmor profiles: nothing to ask for at create or in
     # compose, only no opt-out to refuse.
-    Setting("confinement", why="the engine's default seccomp and LSM profiles",
+    Setting("confinement",  # the engine's default seccomp and LSM profiles
             create=_none,
             outside=lambda p, v: [(
                 "confinement", NO_OPT_OUT, sorted(
@@ -279,19 +280,19 @@ SETTINGS: tuple[Setting, ...] = (
                            "pod_security": {"seccompProfile": {"type": "RuntimeDefault"}}}),
     # No engine-side log of PID 1's output (a tool could write it through /proc). A kubelet
     # always keeps container logs: the Job has no key for it (see the k8s header).
-    Setting("logging", why="no engine-side log a tool could fill",
+    Setting("logging",  # no engine-side log a tool could fill
             create=lambda s: {"log_config": {"type": "none"}},
             outside=lambda p, v: [("log_driver", "none",
                                    (v.host.get("LogConfig") or {}).get("Type"), None)],
             compose=lambda s, c: {"logging": {"driver": c["log_config"]["type"]}}),
     # No image HEALTHCHECK running code beside the measured commands; a Job declares no
     # probes, Kubernetes' default.
-    Setting("healthcheck", why="no code runs beside the measured commands",
+    Setting("healthcheck",  # no code runs beside the measured commands
             create=lambda s: {"healthcheck": {"test": ["NONE"]}},
             outside=lambda p, v: [("healthcheck", ["NONE"],
                                    (v.config.get("Healthcheck") or {}).get("Test"), None)],
             compose=lambda s, c: {"healthcheck": {"disable": True}}),
-    Setting("memory", why="the arm's memory, swap included",
+    Setting("memory",  # the arm's memory, swap included
             create=lambda s: {"mem_limit": s.limits.memory_bytes,
                               "memswap_limit": s.limits.memory_bytes},
             outside=lambda p, v: [
@@ -303,14 +304,14 @@ SETTINGS: tuple[Setting, ...] = (
             k8s=lambda s: {"resources": {"memory": str(s.limits.memory_bytes)}}),
     # Kubernetes has no per-pod pids limit: the annotation states what the node's
     # podPidsLimit must not exceed.
-    Setting("pids", why="the arm's processes and threads",
+    Setting("pids",  # the arm's processes and threads
             create=lambda s: {"pids_limit": s.limits.pids},
             outside=lambda p, v: [("pids_limit", p.values["pids"], v.host.get("PidsLimit"), None)],
             record=lambda limits: {"pids": limits.pids},
             policy=lambda s: {"pids": s.limits.pids},
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"annotations": {"sandbench.pids": str(s.limits.pids)}}),
-    Setting("cpus", why="the arm's CPU time",
+    Setting("cpus",  # the arm's CPU time
             create=lambda s: {"nano_cpus": s.limits.nano_cpus},
             outside=lambda p, v: [("nano_cpus", p.values["nano_cpus"],
                                    v.host.get("NanoCpus"), None)],
@@ -319,12 +320,12 @@ SETTINGS: tuple[Setting, ...] = (
             compose=lambda s, c: {"cpus": s.limits.cpus},
             k8s=lambda s: {"resources": {"cpu": f"{s.limits.nano_cpus // 1_000_000}m"}}),
     # Its mount is among `mounts`; here what runs as PID 1 and the digest of what is mounted.
-    Setting("helper", why="the host's helper, and nothing else, as PID 1",
+    Setting("helper",  # the host's helper, and nothing else, as PID 1
             create=_helper_create, outside=_helper_checks, inside=("image_helpers",),
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"container": {"command": _helper_create(s)["command"]},
                            "annotations": {"sandbench.helper.sha256": s.helper.sha256}}),
-    Setting("mounts", why="only the declared mounts, each bounded, and a bounded /tmp",
+    Setting("mounts",  # only the declared mounts, each bounded, and a bounded /tmp
             create=lambda s: {"tmpfs": _tmpfs(s), "mounts": [
                 m.engine_spelling for m in (*s.mounts, s.helper_mount)]},
             outside=_mount_checks, inside=("mount_list", "mount_modes", "mount_sizes"),
@@ -332,12 +333,12 @@ SETTINGS: tuple[Setting, ...] = (
             policy=lambda s: {"tmpfs": _tmpfs(s)},
             compose=_mounts_compose, k8s=_mounts_k8s),
     # Docker gives no device unless asked, nor does a pod.
-    Setting("devices", why="no host device",
+    Setting("devices",  # no host device
             create=_none,
             outside=lambda p, v: [("devices", [], v.host.get("Devices") or [], None)]),
     # Debian's docker-compose 1.29 has no key for the cgroup namespace (Compose v2 spells it
     # `cgroup: private`): it is recorded as x-sandbench-cgroupns.
-    Setting("namespaces", why="no namespace shared with the host",
+    Setting("namespaces",  # no namespace shared with the host
             create=lambda s: {"ipc_mode": "private", "cgroupns": "private",
                               "hostname": "sandbox"},
             outside=lambda p, v: [("host_namespaces", [], sorted(
@@ -347,14 +348,14 @@ SETTINGS: tuple[Setting, ...] = (
             k8s=lambda s: {"pod": {"hostPID": False, "hostIPC": False,
                                    "shareProcessNamespace": False, "hostname": "sandbox"}}),
     # The image by its locked id; a compose file names it by a variable of this host's.
-    Setting("image", why="the locked image",
+    Setting("image",  # the locked image
             create=lambda s: {"image": s.image_id},
             outside=lambda p, v: [("image_id", p.image_id, v.inspect.get("Image"), None)],
             compose=lambda s, c: {"image": f"${{{image_var(s.arm)}:?write bench/compose/"
                                            "*.env with sandbench compose export}"},
             k8s=lambda s: {"container": {"image": s.image_id, "imagePullPolicy": "Never"}}),
     # Exactly the arm's environment (the policy's includes the image's own ENV).
-    Setting("env", why="exactly the declared environment",
+    Setting("env",  # exactly the declared environment
             create=lambda s: {"environment": [f"{k}={v}" for k, v in sorted(s.env.items())]},
             outside=lambda p, v: [("env", sorted(p.env),
                                    sorted(v.config.get("Env") or []), None)],
@@ -363,7 +364,7 @@ SETTINGS: tuple[Setting, ...] = (
             k8s=lambda s: {"container": {"env": [{"name": k, "value": v}
                                                  for k, v in sorted(s.env.items())]},
                            "pod": {"enableServiceLinks": False}}),
-    Setting("labels", why="the run and arm it belongs to, for cleanup and audit",
+    Setting("labels",  # the run and arm it belongs to, for cleanup and audit
             create=lambda s: {"labels": s.labels},
             outside=lambda p, v: [("labels", p.labels, {
                 k: (v.config.get("Labels") or {}).get(k) for k in p.labels}, None)],
@@ -373,7 +374,7 @@ SETTINGS: tuple[Setting, ...] = (
                            "annotations": {labels.LABEL_TOOL_VERSION: s.tool_version}}),
     # The resident executor's channel: PID 1 reads requests on stdin (sandbench attaches).
     # A Job's commands come through kubectl exec: no stdin, no TTY.
-    Setting("exec_channel", why="PID 1's stdin only for the resident executor",
+    Setting("exec_channel",  # PID 1's stdin only for the resident executor
             create=lambda s: {"stdin_open": s.exec_path == RESIDENT},
             outside=_channel_checks, inside=("channel_private",),
             compose=lambda s, c: dict(c),

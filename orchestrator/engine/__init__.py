@@ -8,10 +8,8 @@ DOCKER_* environment), streams.py (one exec's output, a container's attach strea
 client.py (the connected `Engine`, and which of its calls may be repeated).
 """
 
-from orchestrator.engine.calls import DEFAULT_TIMEOUT_S, STREAM_TIMEOUT_S, is_transient
 from orchestrator.engine.client import Engine
 from orchestrator.engine.connection import engine_address, tls_config
 from orchestrator.engine.streams import AttachChannel, ExecStream
 
-__all__ = ["DEFAULT_TIMEOUT_S", "STREAM_TIMEOUT_S", "AttachChannel", "Engine", "ExecStream",
-           "engine_address", "is_transient", "tls_config"]
+__all__ = ["AttachChannel", "Engine", "ExecStream", "engine_address", "tls_config"]
