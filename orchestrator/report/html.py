@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.fsutil import atomic_write_text
-from orchestrator.report import plots, tables
+from orchestrator.report import edges, leaders, plots, tables
 from orchestrator.report.markdown import TITLE, disclosure
 from orchestrator.report.plots import FONT
 from orchestrator.untrusted.text import terminal, visible
@@ -207,18 +207,18 @@ def _definitions(scores: Mapping[str, Any]) -> str:
 def _edges(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The Rust edges family's figures and site classes, when the run has edge cells (every
     non-match and miss is in scores.json and the Markdown document)."""
-    cells = tables.edge_cells(scores)
+    cells = edges.edge_cells(scores)
     if not cells:
         return []
     parts = [_p(scores["definitions"][f"correct.{k}"]) for k in ("call-edges", "test-edges")
              if f"correct.{k}" in scores["definitions"]]
     for c in cells:
         parts += [f"<h3>{_e(c['arm'])}: {_e(c['task'])} ({_e(c['verdict'])})</h3>",
-                  html_table(tables.edge_figures(c))]
+                  html_table(edges.edge_figures(c))]
     first = next((c for c in cells if "site_classes" in c["edges"]), None)
     if first is not None:
         parts += ["<h3>Site classes of the oracle's references</h3>",
-                  html_table(tables.site_classes(first))]
+                  html_table(edges.site_classes(first))]
     return [_section("Edges", *parts)]
 
 
@@ -226,7 +226,7 @@ def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
     suite, corpus, manifest = scores["suite"], scores["corpus"], scores["manifest"]
     not_attempted = tables.not_attempted(scores)
     elsewhere = tables.declared_elsewhere(scores)
-    leaders = tables.leaders_trimmed(scores)
+    peers = leaders.leaders_trimmed(scores)
     languages = ", ".join(f"{k} {v}" for k, v in sorted(corpus["languages"].items()))
     changed = manifest["scorer_changed"]
     return [
@@ -277,8 +277,8 @@ def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
                  html_table(tables.manifest(scores))),
         _section("Where peers win", _p("One row per band x metric, every arm's figure beside "
                                        "the leader's (n/a: no figure). "
-                                       + tables.leaders_statement(scores)),
-                 _p(tables.leaders_left_out(leaders)), html_table(leaders.table)),
+                                       + leaders.leaders_statement(scores)),
+                 _p(leaders.leaders_left_out(peers)), html_table(peers.table)),
         _section("Definitions", _definitions(scores)),
     ]
 
