@@ -22,11 +22,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import accumulate
 
-CONTEXTS = ("plain", "macro-argument", "macro-rules-body", "attribute", "use-tree")
-SHAPES = ("path-call", "method-call", "path-qualifier", "struct-literal", "type-position",
-          "macro-name", "value-reference", "operator", "literal", "lifetime", "whitespace")
-CALL_CONTEXTS = ("plain", "macro-argument")
-
 _IDENT = re.compile(r"(?:r#)?[A-Za-z_][A-Za-z0-9_]*")
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 # A name followed by `{` is a struct literal only where an expression stands: after one of
