@@ -5,7 +5,7 @@ and nothing in it depends on when or where it is rendered."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from orchestrator.report import edges, leaders, tables
@@ -27,7 +27,7 @@ def md_table(table: tables.Table) -> str:
     return "\n".join(lines)
 
 
-def code_lines(lines: Sequence[object]) -> str:
+def code_lines(lines: Iterable[object]) -> str:
     """Lines for a fenced block, each one line whatever it holds (`markdown_code`)."""
     return "\n".join(markdown_code(line) for line in lines)
 
@@ -254,7 +254,7 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
         _section("Tasks", "Every task, with the exact command each arm ran and its verdict. "
                  "Recall and precision are raw, so a reader can regrade under other bands.",
                  *(_task_section(scores, t) for t in scores["tasks"])),
-        *([edges] if (edges := _edges(scores)) else []),
+        *([edge_section] if (edge_section := _edges(scores)) else []),
         _section("Correctness", shown(tables.correctness(scores), scores)),
         _section("Cost",
                  f"Without a model in the loop: {scores['definitions']['cost.unit']}. No "

@@ -82,7 +82,8 @@ def cost_figure(scores: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     Arms are told apart by a legend (colour and marker shape), not by labels beside the
     points: two arms with close figures would print their labels over each other, and
     where a label would fall depends on the width the page is read at."""
-    data, missing = [], []
+    data: list[dict[str, Any]] = []
+    missing: list[str] = []
     for i, arm in enumerate(tables.arms(scores)):
         s = scores["summary"][arm]["all"]
         tokens, correct = s["cost"]["tokens_median"], s["correct_share"]
@@ -126,7 +127,7 @@ def timing_figure(scores: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]
                 (s["wall_ns"] / 1e6, hover))
     arms = [a for a in tables.arms(scores) if a in samples]
     missing = [a for a in tables.arms(scores) if a not in samples]
-    data = []
+    data: list[dict[str, Any]] = []
     for phase, label in (("cold", "cold (REP 0)"), ("warm", "warm (REP 1..N)")):
         points = [(_t(tables.arm_label(scores, a)), ms, hover)
                   for a in arms for ms, hover in samples[a][phase]]

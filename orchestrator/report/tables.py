@@ -285,7 +285,7 @@ def task_cells(scores: Mapping[str, Any], task: str) -> Table:
 def failures(scores: Mapping[str, Any]) -> Table:
     """Failed cells by kind (graded wrong) and unscored cells by kind (not the tool's
     answer), per arm: every kind the scorer knows (`trimmed` leaves out the empty ones)."""
-    listed = next(iter(scores["failures"].values()), {})
+    listed: dict[str, int] = next(iter(scores["failures"].values()), {})
     failed = sorted(k for k in listed if f"failure.{k}" in scores["definitions"])
     kinds_seen = failed + sorted(k for k in listed if k not in failed)
     columns = ["arm", *(f"wrong: {k}" for k in failed),
