@@ -54,7 +54,7 @@ def test_build_for_a_suite_lists_its_arms_images_parents_first_and_names_the_res
     listed = [o["name"] for o in json.loads(result.stdout)]
     # The demo's arms' images (devscout's too: its artifact decides, not the suite), their
     # parents first; no oracle, no image only tests or other suites use.
-    assert listed == ["base", "python-venv", "ast-grep", "mcp", "code-index-mcp",
+    assert listed == ["base", "python", "ast-grep", "mcp", "code-index-mcp",
                       "code-review-graph", "ctags", "devscout", "rg"]
     assert result.stderr.strip() == (
         "not built (no arm of suite 'demo' runs in them): aider-repomap, base-trixie, "
