@@ -17,6 +17,7 @@ from orchestrator import mcp, parsers
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
 from orchestrator.kinds import KINDS
+from orchestrator.mcp import ToolCall
 from orchestrator.sandbox_spec import GIB, MIB, Limits
 from orchestrator.values import check_schema, load_schema
 
@@ -78,7 +79,7 @@ class ArmSpec:
     not_attempted: dict[str, NotAttempted] = field(default_factory=dict)
     protocol: str = "cli"
     mcp: mcp.Server | None = None  # an MCP arm's server; then calls replaces argv templates
-    calls: dict[str, mcp.ToolCall] = field(default_factory=dict)
+    calls: dict[str, ToolCall] = field(default_factory=dict)
     kind: str = "arm"  # or "oracle": its transcript becomes truth (sandbench truth build)
     oracle: OracleSpec | None = None
 

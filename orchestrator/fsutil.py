@@ -90,7 +90,7 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-class _Duplicated(dict):  # type: ignore[type-arg]
+class _Duplicated(dict[str, Any]):
     """A JSON object in which `name` was written twice (json.loads would keep the last)."""
 
     name = ""

@@ -6,9 +6,10 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import structlog
+from structlog.typing import EventDict
 
 from orchestrator.untrusted.text import terminal, terminal_traceback
 
@@ -23,7 +24,7 @@ def console_level(level: int) -> None:
     _console_level = level
 
 
-def _tee_to_run_log(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+def _tee_to_run_log(_logger: Any, _name: str, event: EventDict) -> EventDict:
     """Best effort: a log line that cannot be written (a full disk) must not stop the work
     it describes; the terminal rendering still carries it."""
     global _run_log
@@ -37,13 +38,14 @@ def _tee_to_run_log(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str
     return event
 
 
-def _drop_below_console_level(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+def _drop_below_console_level(_logger: Any, _name: str, event: EventDict
+                              ) -> EventDict:
     if logging.getLevelNamesMapping()[event["level"].upper()] < _console_level:
         raise structlog.DropEvent
     return event
 
 
-def _escape_for_console(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+def _escape_for_console(_logger: Any, _name: str, event: EventDict) -> EventDict:
     """The console renderer prints strings as they are; an event may carry a tool's bytes (a
     path, a version, an error's text), so every string key and value is escaped for the
     terminal first (other values it prints by repr, which escapes them). JSON lines need
@@ -94,7 +96,8 @@ def configure(run_log: Path | None = None, *, stream: TextIO | None = None) -> N
             *([_escape_for_console] if console else []),
             renderer,
         ],
-        logger_factory=structlog.PrintLoggerFactory(out),
+        # PrintLogger only writes to and flushes its file: a stream that does both is one.
+        logger_factory=structlog.PrintLoggerFactory(cast(TextIO, out)),
         cache_logger_on_first_use=False,
     )
 

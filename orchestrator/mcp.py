@@ -270,8 +270,9 @@ def derive(session_record: ExecRecord, session: Session, cell_dir: Path, *, call
     result = session.results.get(call)
     if first == "spawn":
         # Set-up: the first failing step decides; its time runs from the server's start.
-        steps = ["initialize", *sorted(k for k in session.results if isinstance(k, int)
-                                       and (not isinstance(call, int) or k <= call))]
+        steps: list[int | str] = ["initialize", *sorted(
+            k for k in session.results if isinstance(k, int)
+            and (not isinstance(call, int) or k <= call))]
         for step in steps:
             outcome, detail = call_outcome(session_record, session, step)
             if outcome != "ok":

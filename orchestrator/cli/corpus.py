@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -62,11 +63,11 @@ def fetch(corpus_id: str = CorpusId,
 def ls(bench_root: Path = BenchRoot, lock: Path = Lock, as_json: bool = Json) -> None:
     """Every pinned corpus: id, pin, status, whether it is fetched, tracked file count."""
     cfg, _, pins = _load(bench_root, lock)
-    rows = [{"id": s.pin.id, "sha": s.pin.sha, "status": s.pin.status, "kind": s.pin.kind,
-             "repo": s.pin.repo, "fetched": s.state,
-             "fetched_sha": s.info.sha if s.info else None,
-             "files": s.info.tracked_files if s.info else None}
-            for s in corpus.list_corpora(pins, cfg)]
+    rows: list[dict[str, Any]] = [
+        {"id": s.pin.id, "sha": s.pin.sha, "status": s.pin.status, "kind": s.pin.kind,
+         "repo": s.pin.repo, "fetched": s.state, "fetched_sha": s.info.sha if s.info else None,
+         "files": s.info.tracked_files if s.info else None}
+        for s in corpus.list_corpora(pins, cfg)]
     if as_json:
         emit_json(rows)
         return

@@ -22,7 +22,6 @@ from orchestrator import workfs
 from orchestrator.cli._common import emit_json, show, table
 from orchestrator.engine import Engine
 from orchestrator.errors import InputError, SandbenchError
-from orchestrator.sandbox_spec import EXEC_PATHS
 from orchestrator.settings import Settings
 
 T = TypeVar("T")
@@ -50,21 +49,13 @@ class Options:
     on_engine_refused: str
 
 
-def _one_of(option: str, allowed: tuple[str, ...], found: str | None) -> list[Problem]:
-    if found is None or found in allowed:
-        return []
-    return [Problem(f"{option}: expected one of {', '.join(allowed)}, found {found!r}", 2)]
-
-
 def option_problems(opts: Options) -> list[Problem]:
-    """What is wrong with the values given, before anything is read or dialled."""
-    problems = (_one_of("--exec-path", EXEC_PATHS, opts.exec_path)
-                + _one_of("--on-engine-refused", engines_mod.ON_REFUSED,
-                          opts.on_engine_refused))
+    """What is wrong with the values given, before anything is read or dialled (a choice's
+    value is the parser's to check: typer refuses one not listed, with exit code 2)."""
     if opts.resume is not None and not (opts.resume / "run.json").is_file():
-        problems.append(Problem(f"--resume {opts.resume}: no run.json: not a run directory to "
-                                "resume", 2))
-    return problems
+        return [Problem(f"--resume {opts.resume}: no run.json: not a run directory to resume",
+                        2)]
+    return []
 
 
 def _attempt(problems: list[Problem], step: Callable[[], T]) -> T | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -10,10 +11,23 @@ from orchestrator import engines as engines_mod
 from orchestrator import run as run_mod
 from orchestrator.cli import progress
 from orchestrator.cli._common import BenchRoot, Json, SuiteName, emit_json, settings
-from orchestrator.cli._help import choices_metavar
 from orchestrator.cli.dry_run import Options, dry_run
 from orchestrator.engine import Engine
-from orchestrator.sandbox_spec import EXEC_PATHS
+from orchestrator.sandbox_spec import DOCKER_EXEC, RESIDENT
+
+
+class ExecPath(StrEnum):
+    """--exec-path: how commands reach each container (sandbox_spec.EXEC_PATHS)."""
+
+    resident = RESIDENT
+    docker_exec = DOCKER_EXEC
+
+
+class OnEngineRefused(StrEnum):
+    """--on-engine-refused: what a refused engine does to the run (engines.ON_REFUSED)."""
+
+    move = engines_mod.MOVE
+    stop = engines_mod.STOP
 
 
 def run(suite: str = SuiteName,
@@ -28,13 +42,11 @@ def run(suite: str = SuiteName,
                                         "everything the run needs; start nothing. Exits 2 "
                                         "(bad input) or 1 (something missing) listing every "
                                         "problem when the run could not start."),
-        # Checked by the run (and listed by --dry-run with every other problem), not by the
-        # parser, which would stop at the first.
-        exec_path: str = typer.Option(None, "--exec-path", metavar=choices_metavar(EXEC_PATHS),
-                                      help="How commands reach each container: resident "
-                                           "(requests on PID 1's attach stream; the default) "
-                                           "or docker-exec (the fallback). A resume keeps the "
-                                           "run's own."),
+        exec_path: ExecPath = typer.Option(None, "--exec-path",
+                                           help="How commands reach each container: resident "
+                                                "(requests on PID 1's attach stream; the "
+                                                "default) or docker-exec (the fallback). A "
+                                                "resume keeps the run's own."),
         engine_urls: list[str] = typer.Option(
             None, "--engine", envvar="SANDBENCH_ENGINES", metavar="URL",
             help="A Docker engine to run arms on, as the docker SDK takes it (unix://, ssh://, "
@@ -42,17 +54,17 @@ def run(suite: str = SuiteName,
                  "Arms are placed whole, one engine each."),
         insecure_engine: bool = typer.Option(False, "--insecure-engine",
                                              help="Allow a plain tcp:// engine (no TLS)."),
-        on_engine_refused: str = typer.Option(
-            engines_mod.STOP, "--on-engine-refused",
-            metavar=choices_metavar(engines_mod.ON_REFUSED),
+        on_engine_refused: OnEngineRefused = typer.Option(
+            OnEngineRefused.stop, "--on-engine-refused",
             help="When an engine is refused (a guard, its images, no loop devices): stop "
                  "the run, or move its arms to the other engines."),
         bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Run a sealed suite. Arms run one after another unless --jobs says otherwise."""
     cfg = settings(bench_root)
+    exec_path_value = exec_path.value if exec_path is not None else None
     if check_only:
-        dry_run(cfg, Options(suite, arm, resume, exec_path, engine_urls, insecure_engine,
-                             on_engine_refused), as_json)
+        dry_run(cfg, Options(suite, arm, resume, exec_path_value, engine_urls, insecure_engine,
+                             on_engine_refused.value), as_json)
         return
     members = engines_mod.connect(engine_urls, insecure_engine) if engine_urls else None
     engine = members[0].engine if members else Engine.connect()
@@ -60,8 +72,9 @@ def run(suite: str = SuiteName,
     on_cell, close = progress.for_run(plan.available, jobs, as_json, resume)
     try:
         run_dir = run_mod.execute(engine, cfg, suite, resume=resume, jobs=jobs,
-                                  only=arm or None, progress=on_cell, exec_path=exec_path,
-                                  members=members, on_refused=on_engine_refused)
+                                  only=arm or None, progress=on_cell,
+                                  exec_path=exec_path_value, members=members,
+                                  on_refused=on_engine_refused.value)
     finally:
         close()
     if as_json:

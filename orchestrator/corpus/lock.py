@@ -111,7 +111,7 @@ def _pin(path: Path, text: str, table: str, body: dict[str, Any]) -> CorpusPin:
                      note=body["note"])
 
 
-def _where(path: Path, text: str, table: str | None, key: str) -> str:
+def _where(path: Path, text: str, table: str | int | None, key: str) -> str:
     """`file:line` of `key` in `[table]` (top level if None), else of the table's header."""
     current: str | None = None
     header_line: int | None = None

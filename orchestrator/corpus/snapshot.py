@@ -171,7 +171,8 @@ def snapshot_of_archive(chunks: Iterable[bytes]) -> Snapshot:
                     break
                 budget -= member.size
                 fh = archive.extractfile(member)
-                assert fh is not None
+                # tarfile's ExFileObject: typeshed says IO[bytes], file_digest needs readinto.
+                assert isinstance(fh, io.BufferedReader)
                 entries[rel] = Entry("file", mode, member.size,
                                      hashlib.file_digest(fh, "sha256").hexdigest())
             else:

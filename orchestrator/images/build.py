@@ -341,10 +341,9 @@ class _Builds:
             self.lock.save()
         return seconds
 
-    def save(self, name: str | None = None, entry: dict[str, Any] | None = None) -> None:
+    def save(self, name: str, entry: dict[str, Any]) -> None:
         with self.mutex:
-            if name is not None:
-                self.lock.images[name] = entry
+            self.lock.images[name] = entry
             self.lock.save()
 
     def one(self, recipe: Recipe) -> BuildOutcome:
@@ -352,39 +351,44 @@ class _Builds:
         with self.mutex:
             entry = lock.images.get(recipe.name)
             parent_changed = recipe.parent in self.rebuilt
+        base_info: dict[str, Any] = {}
         if recipe.bootstrap is not None:
             if dry_run or engine is None:
-                parent_id, base_info = (entry or {}).get("parent_id", ""), {}
+                parent_id = (entry or {}).get("parent_id", "")
             else:
                 parent_id, base_info = rootfs(engine, settings, recipe)
             build_args = {"ROOTFS": parent_id}
         else:
             with self.mutex:
                 parent_entry = lock.images.get(recipe.parent or "", {})
-            parent_id, base_info = parent_entry.get("image_id", ""), {}
+            parent_id = parent_entry.get("image_id", "")
             # FROM the parent's image id, never its tag: another bench root on the same
             # engine may have pointed the tag at its own build of the same recipe.
             build_args = {"BASE": parent_entry.get("image_id", "")}
         artifact = self.artifacts.get(recipe.artifact or "")
         if recipe.artifact:
-            if artifact is None and entry is None:
+            if artifact is not None:
+                build_args["ARTIFACT_SHA256"] = sha256_file(artifact)
+            elif entry is not None:
+                build_args["ARTIFACT_SHA256"] = entry.get("build_args", {}).get(
+                    "ARTIFACT_SHA256", "")
+            else:
                 return BuildOutcome(recipe.name, "unavailable",
                                     f"needs --artifact {recipe.artifact}=PATH")
-            build_args["ARTIFACT_SHA256"] = (sha256_file(artifact) if artifact else
-                                             entry.get("build_args", {}).get("ARTIFACT_SHA256",
-                                                                             ""))
         rhash = recipe_hash(recipe, build_args, parent_id)
         reason = _why_build(engine, entry, rhash, parent_changed)
-        if reason is None and recipe.helper is not None and (
-                missing := host_helper.entry_problem(settings, entry)):
-            if dry_run or engine is None:
-                return BuildOutcome(recipe.name, "would-build", missing)
-            # The image is what the recipe makes; only the host's copy of its helper is not.
-            helper = _build_helper(engine, settings, recipe, build_args)
-            self.save(recipe.name, {**entry, "helper": helper})
-            return BuildOutcome(recipe.name, "built", f"helper only: {missing}",
-                                entry["tag"], entry["image_id"])
         if reason is None:
+            assert entry is not None  # an image the lock lacks always has a reason to build
+            if recipe.helper is not None and (
+                    missing := host_helper.entry_problem(settings, entry)):
+                if dry_run or engine is None:
+                    return BuildOutcome(recipe.name, "would-build", missing)
+                # The image is what the recipe makes; only the host's copy of its helper is
+                # not.
+                host_copy = _build_helper(engine, settings, recipe, build_args)
+                self.save(recipe.name, {**entry, "helper": host_copy})
+                return BuildOutcome(recipe.name, "built", f"helper only: {missing}",
+                                    entry["tag"], entry["image_id"])
             note = "recipe hash unchanged and image present"
             if engine is not None and _retag(engine, entry):
                 note += "; tag re-pointed at the locked image"

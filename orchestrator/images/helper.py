@@ -51,7 +51,7 @@ def install_from_archive(settings: Settings, archive: Path, helper: dict[str, An
         raise InputError(f"{source} is missing", fix="export writes it beside the archive; "
                          "copy it too", file=str(source))
     if (found := sha256_file(source)) != helper.get("sha256"):
-        raise InputError.bad_value(source, "helper.sha256", helper.get("sha256"), found,
+        raise InputError.bad_value(source, "helper.sha256", str(helper.get("sha256")), found,
                                    fix="the helper was altered or truncated in transit")
     rel = Path(str(helper.get("path", "")))
     if rel.is_absolute() or ".." in rel.parts or rel.parts[:1] != (HELPER_DIR,):

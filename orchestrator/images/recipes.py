@@ -85,6 +85,7 @@ def load_recipe(path: Path) -> Recipe:
     _require(isinstance(version, list) and bool(version) and all(isinstance(v, str)
              for v in version), toml_path, "tool_version", "a non-empty list of strings",
              version)
+    assert isinstance(version, list)  # _require raised otherwise
     bootstrap = None
     if "bootstrap" in data:
         table = data["bootstrap"]

@@ -23,7 +23,8 @@ from orchestrator.untrusted.text import markdown_cell, markdown_code_span, markd
 DOCUMENT = "truth-comparison.md"
 
 
-@dataclass(frozen=True)
+# Not frozen: correctness.RowLike declares plain (settable) attributes.
+@dataclass
 class _Row:
     path: str
     line: int | None = None

@@ -18,14 +18,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field
-from functools import cached_property
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache, cached_property, partial
 from itertools import accumulate
-
-CONTEXTS = ("plain", "macro-argument", "macro-rules-body", "attribute", "use-tree")
-SHAPES = ("path-call", "method-call", "path-qualifier", "struct-literal", "type-position",
-          "macro-name", "value-reference", "operator", "literal", "lifetime", "whitespace")
-CALL_CONTEXTS = ("plain", "macro-argument")
 
 _IDENT = re.compile(r"(?:r#)?[A-Za-z_][A-Za-z0-9_]*")
 _OPEN = {"(": ")", "[": "]", "{": "}"}
@@ -49,8 +45,6 @@ class Source:
     kinds: bytearray  # per offset: 0 code, 1 comment, 2 literal
     line_starts: tuple[int, ...]
     context_at: tuple[str, ...]
-    classified: dict[int, tuple[str, str]] = field(default_factory=dict, compare=False,
-                                                   repr=False)
 
     @classmethod
     def of(cls, text: str) -> Source:
@@ -64,26 +58,36 @@ class Source:
         characters of the line that end within its first `character` bytes."""
         if line >= len(self.line_starts):
             return None
-        start = self.line_starts[line]
-        end = self.line_starts[line + 1] - 1 if line + 1 < len(self.line_starts) else len(
-            self.text)
-        byte_ends = self._byte_ends(line, start, end)
+        start, end = self._span(line)
+        byte_ends = self._byte_ends(line)
         if byte_ends is None:
             return start + min(character, end - start)
         return start + bisect_right(byte_ends, character)
 
-    @cached_property
-    def _byte_ends_of(self) -> dict[int, list[int] | None]:
-        return {}
+    def _span(self, line: int) -> tuple[int, int]:
+        """The offsets where a line starts and ends (its newline left out)."""
+        start = self.line_starts[line]
+        end = self.line_starts[line + 1] - 1 if line + 1 < len(self.line_starts) else len(
+            self.text)
+        return start, end
 
-    def _byte_ends(self, line: int, start: int, end: int) -> list[int] | None:
-        """Where each character of a non-ASCII line ends, in UTF-8 bytes (None: ASCII)."""
-        cache = self._byte_ends_of
-        if line not in cache:
+    @cached_property
+    def _byte_ends(self) -> Callable[[int], list[int] | None]:
+        """Where each character of a non-ASCII line ends, in UTF-8 bytes (None: ASCII),
+        computed once per line of this file."""
+        @cache
+        def of_line(line: int) -> list[int] | None:
+            start, end = self._span(line)
             segment = self.text[start:end]
-            cache[line] = None if segment.isascii() else list(
+            return None if segment.isascii() else list(
                 accumulate(len(ch.encode("utf-8")) for ch in segment))
-        return cache[line]
+        return of_line
+
+    @cached_property
+    def shape_at(self) -> Callable[[int], tuple[str, str]]:
+        """`shape` of an offset of this file, computed once per offset (the oracle may
+        reference one position many times)."""
+        return cache(partial(shape, self))
 
     @cached_property
     def _blank_runs(self) -> tuple[list[int], list[int]]:
@@ -293,9 +297,7 @@ def classify(src: Source, line: int, character: int) -> tuple[str, str, str]:
     at = src.offset(line, character)
     if at is None:
         return "plain", "whitespace", ""
-    if at not in src.classified:
-        src.classified[at] = shape(src, at)
-    kind, name = src.classified[at]
+    kind, name = src.shape_at(at)
     context = src.context_at[at] if at < len(src.context_at) else "plain"
     return context, kind, name
 

@@ -215,7 +215,8 @@ def decode(data: bytes) -> Index:
             if len(documents) == limits.SCIP_MAX_DOCUMENTS:
                 raise ScipDecodeError(f"the index holds more than {limits.SCIP_MAX_DOCUMENTS} "
                                       "documents", kind="too-large")
-            doc = _document(data, *value, budget)
+            start, stop = value
+            doc = _document(data, start, stop, budget)
             if doc.path in seen:
                 raise ScipDecodeError(f"two documents are named {doc.path!r}", document=doc.path)
             seen.add(doc.path)

@@ -29,7 +29,8 @@ class PinnedSources:
         """The regular files git tracks at `sha` in the pristine copy."""
         with clean_git() as git:
             listing = git.run("ls-tree", "-r", "-z", "--full-tree", sha, cwd=pristine).stdout
-        regular, other = set(), set()
+        regular: set[str] = set()
+        other: set[str] = set()
         for record in filter(None, listing.split(b"\0")):
             meta, _, name = record.partition(b"\t")
             mode = meta.split()[0]

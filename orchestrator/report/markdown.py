@@ -5,10 +5,10 @@ and nothing in it depends on when or where it is rendered."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from orchestrator.report import tables
+from orchestrator.report import edges, leaders, tables
 from orchestrator.score.environment import LABELS
 from orchestrator.untrusted.text import markdown_cell, markdown_code, terminal
 from orchestrator.untrusted.text import markdown_code_span as code
@@ -27,7 +27,7 @@ def md_table(table: tables.Table) -> str:
     return "\n".join(lines)
 
 
-def code_lines(lines: Sequence[object]) -> str:
+def code_lines(lines: Iterable[object]) -> str:
     """Lines for a fenced block, each one line whatever it holds (`markdown_code`)."""
     return "\n".join(markdown_code(line) for line in lines)
 
@@ -103,14 +103,14 @@ def _task_section(scores: Mapping[str, Any], task_id: str) -> str:
 def _edges(scores: Mapping[str, Any]) -> str:
     """The Rust edges family: per edge cell its figures and the first non-matches (all of them
     are in scores.json), then the oracle's site classes once."""
-    cells = tables.edge_cells(scores)
+    cells = edges.edge_cells(scores)
     if not cells:
         return ""
     parts = [scores["definitions"].get(f"correct.{k}", "") for k in ("call-edges",
                                                                      "test-edges")]
     for c in cells:
         parts += [f"### {md(c['arm'])}: {md(c['task'])} ({md(c['verdict'])})",
-                  md_table(tables.edge_figures(c))]
+                  md_table(edges.edge_figures(c))]
         detail = c["edges"]
         listed = detail.get("non_matches") or detail.get("extra") or []
         if listed:
@@ -125,7 +125,7 @@ def _edges(scores: Mapping[str, Any]) -> str:
     first = next((c for c in cells if "site_classes" in c["edges"]), None)
     if first is not None:
         parts += ["### Site classes of the oracle's references",
-                  md_table(tables.site_classes(first))]
+                  md_table(edges.site_classes(first))]
     return _section("Edges", *(p for p in parts if p))
 
 
@@ -173,11 +173,11 @@ def _state_files(scores: Mapping[str, Any]) -> str:
 
 
 def _leaders(scores: Mapping[str, Any]) -> str:
-    trim = tables.leaders_trimmed(scores)
+    trim = leaders.leaders_trimmed(scores)
     intro = ("Generated from the scores, one row per band x metric, every arm's figure beside "
              "the leader's (ties name every tied arm; `n/a`: no figure, the arm does not "
-             f"compete in that cell). {md(tables.leaders_statement(scores))}")
-    return "\n\n".join(p for p in (intro, md(tables.leaders_left_out(trim)),
+             f"compete in that cell). {md(leaders.leaders_statement(scores))}")
+    return "\n\n".join(p for p in (intro, md(leaders.leaders_left_out(trim)),
                                     md_table(trim.table)) if p)
 
 
@@ -254,7 +254,7 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
         _section("Tasks", "Every task, with the exact command each arm ran and its verdict. "
                  "Recall and precision are raw, so a reader can regrade under other bands.",
                  *(_task_section(scores, t) for t in scores["tasks"])),
-        *([edges] if (edges := _edges(scores)) else []),
+        *([edge_section] if (edge_section := _edges(scores)) else []),
         _section("Correctness", shown(tables.correctness(scores), scores)),
         _section("Cost",
                  f"Without a model in the loop: {scores['definitions']['cost.unit']}. No "

@@ -54,13 +54,17 @@ def problems(data: Any) -> list[str]:
             if where not in own or rank < own[where][0]:
                 own[where] = (rank, (*order, (0, rank)), _value_problem(error, where))
         elif error.validator == "required":
-            missing = [k for k in error.validator_value if k not in error.instance]
+            required, instance = error.validator_value, error.instance
+            assert isinstance(required, list) and isinstance(instance, dict)  # what it checks
+            missing = [k for k in required if k not in instance]
             rest += [((*order, (1, i)), f"{_dotted((*where, key))}: missing")
                      for i, key in enumerate(missing)]
         elif error.validator == "additionalProperties":
-            known = error.schema.get("properties", {})
+            schema, instance = error.schema, error.instance
+            assert isinstance(schema, dict) and isinstance(instance, dict)  # what it checks
+            known = schema.get("properties", {})
             rest += [(_order(data, (*where, key)), f"{_dotted((*where, key))}: not in the schema")
-                     for key in error.instance if key not in known]
+                     for key in instance if key not in known]
         else:
             rest.append((order, f"{_dotted(where) or '(top level)'}: {error.message}"))
     listed = sorted([*((o, text) for _, o, text in own.values()), *set(rest)])
@@ -71,7 +75,7 @@ def _value_problem(error: ValidationError, where: tuple[Any, ...]) -> str:
     at, value, want = _dotted(where) or "(top level)", error.instance, error.validator_value
     if error.validator == "type":
         kinds = want if isinstance(want, list) else [want]
-        return f"{at}: expected {' or '.join(kinds)}, found {type(value).__name__}"
+        return f"{at}: expected {' or '.join(map(str, kinds))}, found {type(value).__name__}"
     if error.validator == "const":
         return f"{at}: expected {want!r}, found {value!r}"
     if error.validator == "enum":

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.kinds import ALL_KINDS
-from orchestrator.score.environment import TOOL, baseline_gap
+from orchestrator.score.environment import baseline_gap
 from orchestrator.score.timing import MIN_OUTLIER_SAMPLES
 
 Table = tuple[list[str], list[list[str]]]
@@ -206,7 +206,7 @@ def reach(scores: Mapping[str, Any]) -> Table:
     return columns, rows
 
 
-def _break_even(entry: Mapping[str, Any] | None) -> str:
+def break_even(entry: Mapping[str, Any] | None) -> str:
     if entry is None:
         return "baseline"
     kind = entry["kind"]
@@ -235,7 +235,7 @@ def setup(scores: Mapping[str, Any]) -> Table:
         rows.append([arm, info["status"], info["tool_version"] or NA, two(s["install_seconds"]),
                      "no index" if index is None else two(index["seconds"]),
                      "n/a" if index is None else index["outcome"], integer(s["on_disk_bytes"]),
-                     integer(s["image_size_bytes"]), _break_even(s["break_even"])])
+                     integer(s["image_size_bytes"]), break_even(s["break_even"])])
     return columns, rows
 
 
@@ -282,86 +282,10 @@ def task_cells(scores: Mapping[str, Any], task: str) -> Table:
     return columns, rows
 
 
-def _identity_rows(scores: Mapping[str, Any], names: list[str]) -> list[list[str]]:
-    """What each column is: the tool's version, its locked image id, its one-off set-up cost
-    (install plus index build) and its break-even against the baseline."""
-    def one_off(arm: str) -> str:
-        s = scores["setup"].get(arm)
-        if s is None or s["install_seconds"] is None:
-            return NA
-        index = s["index"]
-        if index is not None and index["seconds"] is None:
-            return NA
-        return two(s["install_seconds"] + (0 if index is None else index["seconds"]))
-
-    def image(arm: str) -> str:
-        image_id = scores["arms"][arm].get("image_id")
-        return image_id.removeprefix("sha256:")[:12] if image_id else NA
-
-    def even(arm: str) -> str:
-        s = scores["setup"].get(arm)
-        return NA if s is None else _break_even(s["break_even"])
-
-    return [["arm", label, "", "", *(fn(a) for a in names)] for label, fn in (
-        ("tool version", lambda a: scores["arms"][a]["tool_version"] or NA),
-        ("image id", image), ("set-up s (install + index)", one_off),
-        ("break-even vs baseline", even))]
-
-
-def leaders(scores: Mapping[str, Any]) -> Table:
-    names = arms(scores)
-    columns = ["band", "metric", "better", "leader", *names]
-    rows = _identity_rows(scores, names)
-    for cell in scores["leaders"]:
-        fmt = FORMATTERS[METRIC_FORMAT[cell["metric"]]]
-        rows.append([cell["band"], cell["label"], cell["better"],
-                     ", ".join(cell["leaders"]) or "none",
-                     *(fmt(cell["values"].get(a)) for a in names)])
-    return columns, rows
-
-
-def leaders_statement(scores: Mapping[str, Any]) -> str:
-    """How often a peer leads or ties the tool, counted only over the cells where the tool
-    has a figure: a count over cells it never competed in would be true of nothing."""
-    cells = scores["leaders"]
-    compared = [c for c in cells if c["values"].get(TOOL) is not None]
-    if not compared:
-        status = scores["arms"][TOOL]["status"] if TOOL in scores["arms"] else "not in the suite"
-        return (f"{TOOL} has no figure in any cell ({status}), so whether a peer leads it "
-                "was not measured: the table compares the other arms with one another.")
-    lead = sum(1 for c in compared if any(a != TOOL for a in c["leaders"]))
-    rest = len(cells) - len(compared)
-    return (f"A peer (any arm but {TOOL}, the baseline {scores['suite']['baseline']} "
-            f"included) leads or ties {lead} of the {len(compared)} cells where {TOOL} has "
-            "a figure" + (f"; in the other {rest} it has none, so they compare only the "
-                          "other arms." if rest else "."))
-
-
-def leaders_trimmed(scores: Mapping[str, Any]) -> Trimmed:
-    """The leaders table without the metrics no arm has a figure for and the arms with no
-    figure in any row (a 0 there is a figure: 0 bytes on disk)."""
-    return trimmed(leaders(scores), 4, frozenset({NA}))
-
-
-def leaders_left_out(trim: Trimmed) -> str:
-    """What `trimmed` left out of the leaders table: metrics no arm has a figure for, arms
-    with no figure in any row."""
-    parts = []
-    if trim.rows:
-        per_band: dict[str, list[str]] = {}
-        for band, label, *_ in trim.rows:
-            per_band.setdefault(band, []).append(label)
-        parts.append("Left out, no arm having a figure: " + "; ".join(
-            f"{band} ({', '.join(labels)})" for band, labels in per_band.items()) + ".")
-    if trim.columns:
-        parts.append(f"Left out, having no figure in any row: {', '.join(trim.columns)}.")
-    return " ".join(parts)
-
-
 def failures(scores: Mapping[str, Any]) -> Table:
     """Failed cells by kind (graded wrong) and unscored cells by kind (not the tool's
     answer), per arm: every kind the scorer knows (`trimmed` leaves out the empty ones)."""
-    listed = next(iter(scores["failures"].values()), {})
+    listed: dict[str, int] = next(iter(scores["failures"].values()), {})
     failed = sorted(k for k in listed if f"failure.{k}" in scores["definitions"])
     kinds_seen = failed + sorted(k for k in listed if k not in failed)
     columns = ["arm", *(f"wrong: {k}" for k in failed),
@@ -502,49 +426,3 @@ def terminal_scorecard(scores: Mapping[str, Any]) -> list[dict[str, str]]:
 def shown(values: Sequence[str], limit: int = 20) -> list[str]:
     return list(values[:limit]) + ([f"... {len(values) - limit} more (scores.json)"]
                                    if len(values) > limit else [])
-
-
-# -- the Rust edges family ----------------------------------------------------------------
-
-EDGE_FIGURES = {
-    "call-edges": (("population", "oracle population"), ("matched", "matched"),
-                   ("in_universe", "arm edges in the universe"),
-                   ("claimed", "naming a target file"),
-                   ("outside_universe", "outside the universe"),
-                   ("in_unindexed_fns", "in fns the oracle never compiled")),
-    "test-edges": (("oracle_pairs", "oracle pairs"), ("arm_pairs", "arm pairs"),
-                   ("matched", "in both"), ("unresolved", "arm edges naming no target file"),
-                   ("in_unindexed_tests", "in tests the oracle never compiled")),
-}
-
-
-def edge_cells(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [c for c in scores["cells"] if c.get("edges")]
-
-
-def edge_figures(cell: Mapping[str, Any]) -> Table:
-    """One edge cell's counts, recall and precision, and (call edges) its verdicts."""
-    detail, grade = cell["edges"], cell["grade"]
-    rows = [[label, integer(detail.get(key))] for key, label in EDGE_FIGURES[cell["kind"]]]
-    rows += [["recall", share(grade["recall"])], ["precision", share(grade["precision"])]]
-    for context, part in detail.get("by_context", {}).items():
-        rows.append([f"recall, {context} context ({part['matched']} of {part['population']})",
-                     share(part["recall"])])
-    for verdict, n in detail.get("verdicts", {}).items():
-        rows.append([f"arm edges: {verdict}", integer(n)])
-    if "tests" in detail:
-        t = detail["tests"]
-        rows += [["tests: scan (compiled)", integer(t["scan"])],
-                 ["tests: scan, never compiled", integer(t.get("scan_inactive"))],
-                 ["tests: the arm's", integer(t["arm"])], ["tests: both", integer(t["both"])]]
-    return ["figure", "value"], rows
-
-
-def site_classes(cell: Mapping[str, Any]) -> Table:
-    """The oracle's references by context x shape, split by target class."""
-    classes = ("fn", "type", "other", "not-recorded", "external")
-    rows = []
-    for context, shapes in cell["edges"]["site_classes"].items():
-        for shape_name, counts in shapes.items():
-            rows.append([context, shape_name, *(integer(counts.get(k, 0)) for k in classes)])
-    return ["context", "shape", *classes], rows

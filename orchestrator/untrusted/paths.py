@@ -118,12 +118,6 @@ def made_dirs(root: Path | int, rel: str) -> Iterator[int]:
         os.close(fd)
 
 
-def make_dirs(root: Path | int, rel: str) -> None:
-    """`rel` under `root` made where missing, never through a link or a file."""
-    with made_dirs(root, rel):
-        pass
-
-
 @contextlib.contextmanager
 def opened_file(root: Path | int, rel: str) -> Iterator[int]:
     """A descriptor of the regular file `rel` under `root`, read-only, closed after."""

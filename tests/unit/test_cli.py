@@ -54,8 +54,8 @@ def test_build_for_a_suite_lists_its_arms_images_parents_first_and_names_the_res
     listed = [o["name"] for o in json.loads(result.stdout)]
     # The demo's arms' images (devscout's too: its artifact decides, not the suite), their
     # parents first; no oracle, no image only tests or other suites use.
-    assert listed == ["base", "ast-grep", "mcp", "code-index-mcp", "code-review-graph", "ctags",
-                      "devscout", "rg"]
+    assert listed == ["base", "python", "ast-grep", "mcp", "code-index-mcp",
+                      "code-review-graph", "ctags", "devscout", "rg"]
     assert result.stderr.strip() == (
         "not built (no arm of suite 'demo' runs in them): aider-repomap, base-trixie, "
         "engine-agent, oracle-rust-analyzer, oracle-scip-typescript, probe, serena")
@@ -182,7 +182,6 @@ def test_every_choice_lists_its_values_in_help() -> None:
     assert choices >= 1  # report --format
     assert "--format [md|json]" in _help(("report",))
     run_help = _help(("run",))
-    # checked by the run itself, so that --dry-run lists them with every other problem
     assert f"--exec-path [{'|'.join(EXEC_PATHS)}]" in run_help
     assert f"--on-engine-refused [{'|'.join(ON_REFUSED)}]" in run_help
 
@@ -221,12 +220,12 @@ def test_tools_is_not_a_suite(tmp_path: Path) -> None:
 def test_dry_run_lists_a_bogus_option_and_a_missing_corpus_and_exits_2(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")
-    result = runner.invoke(app, ["run", "csharp", "--dry-run", "--exec-path", "bogus",
+    result = runner.invoke(app, ["run", "csharp", "--dry-run", "--resume", str(tmp_path),
                                  "--bench-root", str(tmp_path / "b")])
     assert result.exit_code == 2, result.output
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert errors == [errors[0]] and "the run could not start" in errors[0]
-    assert "--exec-path: expected one of resident, docker-exec, found 'bogus'" in result.stderr
+    assert f"--resume {tmp_path}: no run.json" in result.stderr
     assert "corpus 'csharp' is not fetched: sandbench corpus fetch csharp --from " \
            "PATH/TO/MIRROR" in result.stderr
     assert "no Docker engine answers" in result.stderr
@@ -250,13 +249,22 @@ def test_dry_run_with_good_options_but_nothing_fetched_exits_1(
 
 def test_dry_run_names_every_bad_option(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")
-    result = runner.invoke(app, ["run", "demo", "--dry-run", "--on-engine-refused", "later",
-                                 "--arm", "nope", "--resume", str(tmp_path),
+    result = runner.invoke(app, ["run", "demo", "--dry-run", "--arm", "nope", "--resume",
+                                 str(tmp_path), "--bench-root", str(tmp_path / "b")])
+    assert result.exit_code == 2
+    for problem in (f"--resume {tmp_path}: no run.json", "arm 'nope' is not in suite 'demo'"):
+        assert problem in result.stderr
+
+
+@pytest.mark.parametrize(("option", "listed"), [("--exec-path", "'resident', 'docker-exec'"),
+                                                ("--on-engine-refused", "'move', 'stop'")])
+def test_a_choice_not_listed_is_refused_by_the_parser_with_exit_2(
+        option: str, listed: str, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["run", "demo", "--dry-run", option, "later",
                                  "--bench-root", str(tmp_path / "b")])
     assert result.exit_code == 2
-    for problem in ("--on-engine-refused: expected one of move, stop, found 'later'",
-                    f"--resume {tmp_path}: no run.json", "arm 'nope' is not in suite 'demo'"):
-        assert problem in result.stderr
+    assert f"Invalid value for '{option}'" in result.stderr and listed in result.stderr
+    assert "Traceback" not in result.output and not (tmp_path / "b").exists()
 
 
 # -- images ls ------------------------------------------------------------------------------------

@@ -36,17 +36,20 @@ def test_the_shipped_recipes_load_in_build_order() -> None:
     assert set(names) == {"base", "rg", "ast-grep", "code-review-graph", "probe", "devscout",
                           "mcp", "code-index-mcp", "ctags", "aider-repomap", "serena",
                           "oracle-scip-typescript", "base-trixie", "oracle-rust-analyzer",
-                          "engine-agent"}
+                          "engine-agent", "python"}
     # Two roots (bookworm and trixie), each a bootstrap; every other image FROM one of them
-    # or from an image of its own (an MCP arm's image carries the client), after its parent.
+    # or from an image of its own (the Python tools' venv install, an MCP arm's client),
+    # after its parent.
     roots = {n for n in names if recipes[n].bootstrap is not None}
     assert roots == {"base", "base-trixie"}
     for n in set(names) - roots:
         assert names.index(recipes[n].parent) < names.index(n)
     assert recipes["oracle-rust-analyzer"].parent == "base-trixie"
     assert recipes["code-index-mcp"].parent == recipes["serena"].parent == "mcp"
-    assert all(recipes[n].parent == "base"
-               for n in set(names) - roots - {"oracle-rust-analyzer", "code-index-mcp", "serena"})
+    python_tools = {"ast-grep", "code-review-graph", "aider-repomap", "mcp"}
+    assert all(recipes[n].parent == "python" for n in python_tools)
+    assert all(recipes[n].parent == "base" for n in set(names) - roots - python_tools
+               - {"oracle-rust-analyzer", "code-index-mcp", "serena"})
 
 
 def test_the_npm_oracle_is_pinned_by_its_lockfile() -> None:
@@ -79,7 +82,14 @@ def test_python_recipes_pin_every_dependency_with_hashes() -> None:
         pins = [line for line in text.splitlines() if line and line[0].isalnum()]
         assert pins and all("==" in p for p in pins)
         assert text.count("--hash=sha256:") >= len(pins)
-        assert "--require-hashes" in (REPO / "images" / name / "Dockerfile").read_text()
+        # One copy of the hashed install, in the parent image every Python tool builds on.
+        assert "RUN sandbench-hashed-venv /opt/" in (REPO / "images" / name / "Dockerfile"
+                                                     ).read_text()
+    assert "--require-hashes" in (REPO / "images/python/sandbench-hashed-venv").read_text()
+    # python3-venv (and the CA bundle and openssl it pulls in) reaches no final image: the
+    # script installs it in the build stage that runs it, never the parent image.
+    assert "python3-venv" not in (REPO / "images/python/Dockerfile").read_text().replace(
+        "# ", "").split("ARG BASE")[1]
     assert "code-review-graph==2.3.9" in (REPO / "images/code-review-graph/requirements.txt"
                                           ).read_text()
 
@@ -369,15 +379,16 @@ def test_jobs_build_siblings_at_once_each_after_its_parent_and_a_failure_stops_t
     settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
     names = ["rg", "ast-grep", "code-index-mcp"]
     outcomes = images.build(_BootstrapEngine(), settings, names, jobs=3)  # type: ignore[arg-type]
-    assert [o.name for o in outcomes] == ["base", "ast-grep", "mcp", "code-index-mcp", "rg"]
+    assert [o.name for o in outcomes] == ["base", "python", "ast-grep", "mcp",
+                                          "code-index-mcp", "rg"]
     order = [name for kind, name in events if kind == "end"]
     starts = [name for kind, name in events if kind == "start"]
-    for child, parent in (("ast-grep", "base"), ("mcp", "base"), ("rg", "base"),
-                          ("code-index-mcp", "mcp")):
+    for child, parent in (("python", "base"), ("ast-grep", "python"),
+                          ("mcp", "python"), ("rg", "base"), ("code-index-mcp", "mcp")):
         assert order.index(parent) < starts.index(child), (child, events)
     assert max(len(s) for s in overlap) >= 2  # siblings did build at once
     # base's helper is built beside its children, and its seconds count in base's build
-    assert events.index(("start", "ast-grep")) < events.index(("end", "helper"))
+    assert events.index(("start", "python")) < events.index(("end", "helper"))
     base = images.ImageLock.load(settings.images_lock).images["base"]
     assert base["helper"]["sha256"] == "0" * 64
     assert base["build_seconds"] == outcomes[0].seconds >= 0.2 + 0.3 - 0.002

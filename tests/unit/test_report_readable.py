@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.report import tables
+from orchestrator.report import leaders, tables
 from orchestrator.report.html import render_html
 from orchestrator.report.markdown import render_markdown
 from orchestrator.score import timing
@@ -95,7 +95,7 @@ def test_no_count_carries_a_decimal_it_does_not_have(document: str) -> None:
     peers = _section(document, "Where peers win")
     assert "| locate | median tool calls per task | lower | code-review-graph | 2 | n/a | 1 |" \
         in peers
-    assert tables._break_even({"kind": "after", "tasks": 153691}) == "after 153,691 tasks"
+    assert tables.break_even({"kind": "after", "tasks": 153691}) == "after 153,691 tasks"
 
 
 def _with_warm_samples(golden: dict[str, Any], warm: int) -> dict[str, Any]:
@@ -140,7 +140,7 @@ def test_no_statement_is_true_only_because_nothing_was_measured(golden: dict[str
     for cell in measured["leaders"][:10]:
         cell["values"][TOOL] = cell["values"]["rg"]
         cell["leaders"] = [*cell["leaders"], TOOL] if "rg" in cell["leaders"] else cell["leaders"]
-    statement = tables.leaders_statement(measured)
+    statement = leaders.leaders_statement(measured)
     assert f"leads or ties 10 of the 10 cells where {TOOL} has a figure; in the other " \
            f"{len(golden['leaders']) - 10} it has none" in statement
 

@@ -62,17 +62,22 @@ def test_a_fifo_or_a_directory_is_not_read(root: Path) -> None:
         assert refused.value.kind == "not-a-file"
 
 
-def test_make_dirs_never_goes_through_a_planted_link_or_file(root: Path) -> None:
-    paths.make_dirs(root, "home/a/b")
+def _make_dirs(root: Path, rel: str) -> None:
+    with paths.made_dirs(root, rel):
+        pass
+
+
+def test_made_dirs_never_goes_through_a_planted_link_or_file(root: Path) -> None:
+    _make_dirs(root, "home/a/b")
     assert (root / "home" / "a" / "b").is_dir()
     os.symlink(root.parent / "outside", root / "home2")
     with pytest.raises(HostileInput) as refused:
-        paths.make_dirs(root, "home2/x")
+        _make_dirs(root, "home2/x")
     assert refused.value.kind == "path-escape" and refused.value.data["at"] == "home2"
     assert not (root.parent / "outside" / "x").exists()
     (root / "home3").write_text("a file")
     with pytest.raises(HostileInput) as refused:
-        paths.make_dirs(root, "home3/x")
+        _make_dirs(root, "home3/x")
     assert refused.value.kind == "not-a-directory" and refused.value.data["at"] == "home3"
 
 
