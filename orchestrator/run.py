@@ -286,14 +286,14 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
         run_id, run_dir = rundir.create(settings.runs_dir, f"run-{the_plan.suite.name}")
     else:
         run_dir = resume.resolve()
-        if not (run_dir / "run.json").is_file():
+        if not rundoc.path(run_dir).is_file():
             raise InputError(f"{run_dir}: no run.json: not a run directory to resume",
                              file=str(run_dir))
         previous = rundoc.read(run_dir)
         run_id = previous.run_id
         recorded = previous.exec_path_used
         if exec_path is not None and exec_path != recorded:
-            raise InputError.bad_value(run_dir / "run.json", "exec_path", exec_path, recorded,
+            raise InputError.bad_value(rundoc.path(run_dir), "exec_path", exec_path, recorded,
                                        fix="a resumed run keeps its exec path: leave out "
                                            "--exec-path, or start a new run")
         exec_path = recorded
@@ -320,7 +320,7 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
 def _check_engine_images(r: _Run, data: RunDoc) -> None:
     """A resumed arm continues only with the image its cells ran: every recorded cell's
     image id must be the locked one, and so must the engine's image under the locked tag."""
-    source = r.run_dir / "run.json"
+    source = rundoc.path(r.run_dir)
     lock = ImageLock.load(r.settings.images_lock)
     for a in r.plan.available:
         member = r.member(a.name)
