@@ -36,6 +36,7 @@ SCHEMA_FILE = "run.schema.json"
 SETUP_CELL = "_setup"  # the cell directory of an arm's index build, beside its tasks'
 RUNNING, COMPLETE = "running", "complete"
 INTERRUPTED, FAILED, PRISTINE_CHANGED = "interrupted", "failed", "pristine-changed"
+STATUSES = (RUNNING, COMPLETE, INTERRUPTED, FAILED, PRISTINE_CHANGED)
 
 logger = log.get(__name__)
 

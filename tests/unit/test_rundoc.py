@@ -14,6 +14,8 @@ import pytest
 from orchestrator import rundoc
 from orchestrator.errors import InputError
 from orchestrator.fsutil import canonical_json
+from orchestrator.sandbox_spec import EXEC_PATHS
+from orchestrator.values import load_schema
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "demo-run"
 GOLDEN_BYTES = (GOLDEN / "run.json").read_bytes()
@@ -34,6 +36,14 @@ def test_the_golden_run_json_round_trips_byte_for_byte(tmp_path: Path) -> None:
     assert canonical_json(doc.to_json()).encode() == GOLDEN_BYTES
     rundoc.write(tmp_path, doc)
     assert (tmp_path / "run.json").read_bytes() == GOLDEN_BYTES
+
+
+def test_the_schema_names_what_the_code_defines() -> None:
+    """The schema is data: its constants are checked against the one definition in code."""
+    schema = load_schema(rundoc.SCHEMA_FILE)["properties"]
+    assert schema["schema"]["const"] == rundoc.RUN_SCHEMA
+    assert tuple(schema["status"]["enum"]) == rundoc.STATUSES
+    assert tuple(schema["exec_path"]["enum"]) == EXEC_PATHS
 
 
 def test_the_golden_run_reads_typed() -> None:
