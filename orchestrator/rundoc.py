@@ -94,7 +94,7 @@ class ArmRecord:
     install_seconds: float | None
     install_build_jobs: int
     image_size_bytes: int | None
-    artifact: str | None
+    artifact: dict[str, str] | None  # a supplied binary: its name, path and sha256 (images.lock)
     engine: str | None = None
     state_bytes: int | None = None
     refused: str | None = None

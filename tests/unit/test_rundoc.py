@@ -66,6 +66,8 @@ def test_keys_a_run_sets_later_or_never_had_stay_absent(tmp_path: Path) -> None:
     for key in ("engine", "state_bytes"):
         del data["arms"]["rg"][key]
     data["arms"]["ctags"]["refused"] = "network_mode: expected none"
+    data["arms"]["devscout"]["artifact"] = {"name": "devscout", "path": "/x/devscout",
+                                            "sha256": "a" * 64}
     doc = rundoc.read(_write(tmp_path, data))
     assert doc.exec_path_used == "docker-exec" and doc.engines is None
     assert canonical_json(doc.to_json()) == canonical_json(data)
@@ -113,6 +115,7 @@ DAMAGE: list[tuple[str, tuple[str, ...], Any, str]] = [
     ("tasks wrong", ("arms", "rg", "spec", "tasks"), [], "arms.rg.spec.tasks"),
     ("unknown key", ("surprise",), 1, "surprise"),
     ("exec path", ("exec_path",), "ssh", "exec_path"),
+    ("artifact as text", ("arms", "rg", "artifact"), "devscout", "arms.rg.artifact"),
     ("engine facts", ("engines", "engine-31096078d945", "cores"), "2",
      "engines.engine-31096078d945.cores"),
 ]
