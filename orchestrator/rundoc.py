@@ -208,9 +208,6 @@ class EngineRecord:
         return out
 
 
-_ENGINE_EXTRAS = ("refused", "images_imported_s", "work_volume", "helper_path")
-
-
 def _engine_record(data: dict[str, Any]) -> EngineRecord:
     record = EngineRecord.from_facts(data)
     if "refused" in data or "images_imported_s" in data:
