@@ -160,3 +160,21 @@ def test_a_missing_run_json_or_run_dir_is_named(tmp_path: Path) -> None:
         rundoc.read(tmp_path)
     with pytest.raises(InputError, match="is not a directory"):
         rundoc.read(tmp_path / "absent")
+
+
+def test_a_prepared_engine_is_recorded_as_the_run_recorded_it() -> None:
+    """engine_prepared writes the keys run.py wrote by hand: the facts, why it was refused,
+    the images it was sent, and on another host its work volume and helper path."""
+    doc = rundoc.read(GOLDEN)
+    facts = dict(next(iter(_golden()["engines"].values())))
+    imported = {"rg": 2.5}
+    doc.engine_prepared(facts, None, imported, None)
+    assert doc.to_json()["engines"][facts["id"]] == {**facts, "refused": None,
+                                                     "images_imported_s": imported}
+    other = {**facts, "id": "engine-000000000002", "on_this_host": False}
+    doc.engine_prepared(other, "guards failed", {}, ("vol", "/opt/helper"))
+    assert doc.to_json()["engines"][other["id"]] == {
+        **other, "refused": "guards failed", "images_imported_s": {}, "work_volume": "vol",
+        "helper_path": "/opt/helper"}
+    doc.resumed([facts])  # a resume records the engine's facts afresh, as before
+    assert doc.to_json()["engines"][facts["id"]] == facts
