@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 from orchestrator import mcp, parsers
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
-from orchestrator.kinds import KINDS
+from orchestrator.kinds import INPUT_KEY, KINDS, PLACEHOLDER
 from orchestrator.mcp import ToolCall
 from orchestrator.sandbox_spec import GIB, MIB, Limits
 from orchestrator.values import check_schema, load_schema
@@ -28,10 +27,8 @@ LIMIT_KEYS = set(load_schema(SCHEMA_FILE)["properties"]["limits"]["properties"])
 MIB_LIMITS = {"memory_mib": "memory_bytes", "tmp_mib": "tmp_bytes", "state_mib": "state_bytes",
               "out_mib": "out_bytes", "corpus_margin_mib": "corpus_margin_bytes"}
 # The placeholders each kind's argv may use; {ext} and {lang} come from the task's language.
-PLACEHOLDERS = {"locate": {"ticket"}, "e2e-retrieval": {"ticket"}, "references": {"symbol"},
-                "impact": {"seed"}, "call-edges": {"project"}, "test-edges": {"project"}}
+PLACEHOLDERS = {kind: {key} for kind, key in INPUT_KEY.items()}
 COMMON_PLACEHOLDERS = {"ext", "lang"}
-PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DEFAULT_SETUP_TIMEOUT_S = 1800.0
 DEFAULT_INITIALIZE_TIMEOUT_S = 600.0
 

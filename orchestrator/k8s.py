@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from orchestrator import arms, corpus, isolation, labels, sandbox_spec, suite, workfs
+from orchestrator import arms, corpus, isolation, labels, rundoc, sandbox_spec, suite, workfs
 from orchestrator.compose import PlainDumper
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_text, read_json
@@ -86,27 +86,23 @@ def _dns_name(*parts: str) -> str:
 
 
 def _from_run(run_dir: Path, arm_names: list[str]) -> Source:
-    source = run_dir / "run.json"
-    if not source.is_file():
+    if not rundoc.path(run_dir).is_file():
         raise InputError(f"{run_dir}: no run.json: not a run directory", file=str(run_dir))
-    meta = read_json(source)
+    run = rundoc.read(run_dir)
     image_ids = {}
     sizes: dict[str, dict[str, int]] = {}
     for name in arm_names:
-        if name not in (meta.get("arms") or {}):
+        arm = run.arms.get(name)
+        if arm is None:
             continue  # a run of some arms only (--arm): the others get no Job
-        arm = meta["arms"][name]
-        if not isinstance(arm, dict):
-            raise InputError.bad_value(source, f"arms.{name}", "the arm's record", arm)
-        if arm.get("image_id"):
-            image_ids[name] = arm["image_id"]
+        if arm.image_id:
+            image_ids[name] = arm.image_id
         policy = run_dir / "guards" / name / "policy.json"
         if policy.is_file():
             mounts = read_json(policy).get("mounts") or []
             sizes[name] = {m["target"].strip("/"): m["size_bytes"] for m in mounts
                            if isinstance(m, dict) and isinstance(m.get("size_bytes"), int)}
-    return Source(str(meta["run_id"]), str(meta.get("user") or default_user()), image_ids,
-                  sizes)
+    return Source(run.run_id, run.user, image_ids, sizes)
 
 
 def _from_host(settings: Settings, arm_specs: list[arms.ArmSpec], suite_name: str) -> Source:

@@ -4,6 +4,8 @@ them should have to import another for it."""
 
 from __future__ import annotations
 
+import re
+
 KINDS = ("locate", "references", "impact", "e2e-retrieval")
 # The Rust edges family (the methodology's "Rust edges"): the arm prints its call graph
 # (call-edges) or its test-to-function edges (test-edges) for the whole corpus, graded against
@@ -11,3 +13,9 @@ KINDS = ("locate", "references", "impact", "e2e-retrieval")
 # such tasks, so every other suite's arms and tables are unchanged.
 EDGE_KINDS = ("call-edges", "test-edges")
 ALL_KINDS = (*KINDS, *EDGE_KINDS)
+# The one input each kind of task gives the tool: the name of its key in a task's [input]
+# table and of the {placeholder} an arm's argv (or MCP call) puts it in.
+INPUT_KEY = {"locate": "ticket", "e2e-retrieval": "ticket", "references": "symbol",
+             "impact": "seed", "call-edges": "project", "test-edges": "project"}
+# A {placeholder} in an argv or MCP call template.
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

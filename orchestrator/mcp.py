@@ -24,13 +24,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orchestrator.fsutil import atomic_write_bytes
+from orchestrator.kinds import PLACEHOLDER
 from orchestrator.sandbox_spec import MIB
 from orchestrator.transcripts import (MCP_OUTCOMES, RECORD_NAME, ExecRecord, StreamInfo,
                                       write_record)
@@ -48,7 +48,6 @@ TRANSCRIPT_CAP = 16 * MIB
 FRAME_CAP = 8 * MIB  # one JSON-RPC line larger than this is a malformed frame
 ANSWER_BUDGET = 40 * MIB  # shared by the answers of one session (the frame cap shrinks)
 STOP_MARGIN_S = 30.0  # interpreter start, the server's stop, the transcript's last lines
-PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 @dataclass(frozen=True)
 class ToolCall:

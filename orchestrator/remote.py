@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import corpus, log, workfs
+from orchestrator.corpus.git import CLEAN_GIT_ENV
 from orchestrator.engine import Engine
 from orchestrator.errors import ContainerFailed, EngineError, EngineNotFound, SandbenchError
 from orchestrator.labels import LABEL_ARM, LABEL_RUN, base_labels
@@ -38,8 +39,7 @@ AGENT_TIMEOUT_S = 600
 # and the engine calls mount(2): the device is attached first).
 VOLUME_MOUNT_OPTIONS = "nosuid,nodev,noatime,noinit_itable"
 # Clean git for the agent: no system or global config, as corpus.git's clean_git here.
-GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": "/nonexistent",
-           "GIT_TERMINAL_PROMPT": "0"}
+GIT_ENV = {**CLEAN_GIT_ENV, "HOME": "/nonexistent"}
 
 # Every loop device backed by the image "$1", detached: found by the file's device and inode
 # as the kernel keeps them (sysfs names the backing file only by a path inside a mount the

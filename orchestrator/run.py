@@ -25,31 +25,27 @@ from __future__ import annotations
 
 import errno
 import os
-import platform
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator import (__version__, arms, cleanup, corpus, engines, images, log, mcp,
-                          pinlines, remote, rundir, suite, workfs)
+from orchestrator import (arms, cleanup, corpus, engines, images, log, mcp, pinlines, remote,
+                          rundir, rundoc, suite, workfs)
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
-from orchestrator.fsutil import (atomic_write_json, atomic_write_text, read_json, sha256_file,
-                                 sync_filesystem)
+from orchestrator.fsutil import atomic_write_json, atomic_write_text, read_json, sync_filesystem
 from orchestrator.images import ImageLock
 from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import DOCKER_EXEC, EXEC_PATHS, RESIDENT, default_user, for_arm
+from orchestrator.rundoc import SETUP_CELL, RunDoc
+from orchestrator.sandbox_spec import EXEC_PATHS, RESIDENT, default_user, for_arm
 from orchestrator.settings import Settings
 from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record, streams_intact
 from orchestrator.untrusted import walk
 
-RUN_SCHEMA = "sandbench.run/1"
-SETUP_CELL = "_setup"
 PREPARE_WORKERS = 2  # arms whose sandboxes are made at once; the engine's waits overlap
 
 logger = log.get(__name__)
@@ -173,88 +169,15 @@ class _Run:
         return self.members[self.placement[arm]]
 
 
-def _host() -> dict[str, Any]:
-    mem_kib = 0
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_kib = int(line.split()[1])
-    except OSError:
-        pass
-    return {"arch": platform.machine(), "cores": os.cpu_count(),
-            "memory_bytes": mem_kib * 1024, "os": platform.system()}
-
-
-def _arm_record(a: ArmPlan, settings: Settings) -> dict[str, Any]:
-    lock = ImageLock.load(settings.images_lock)
-    entry = lock.images.get(a.spec.image, {})
-    return {"image": a.spec.image, "image_id": a.image_id, "tool_version": a.tool_version,
-            "spec_sha256": sha256_file(a.spec.path), "spec": a.spec.to_json(),
-            "unavailable": a.unavailable, "install_seconds": entry.get("build_seconds"),
-            "install_build_jobs": entry.get("build_jobs", 1),
-            "image_size_bytes": entry.get("size_bytes"), "artifact": entry.get("artifact")}
-
-
-def _new_run_json(r: _Run) -> dict[str, Any]:
-    version = r.engine.version()
+def _new_run_doc(r: _Run) -> RunDoc:
     info = corpus.read_info(r.settings, r.pin.id)
     assert info is not None
-    the_suite = r.plan.suite
-    deviations = [f"arm {a.name} not run: {a.unavailable}" for a in r.plan.arms if a.unavailable]
-    deviations += [f"metric family {family} not attempted: {reason} ({source})"
-                   for family, (reason, source) in the_suite.families_not_attempted.items()]
-    if r.pin.status != "registered":
-        deviations.insert(0, f"corpus {r.pin.id} ({r.pin.repo} @ {r.pin.sha}) is a proposed "
-                             f"substitute, not a registered corpus: {r.pin.note}")
-    return {
-        "schema": RUN_SCHEMA, "run_id": r.run_id, "sandbench_version": __version__,
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "started_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "status": "running",
-        "suite": {"name": the_suite.name, "manifest_sha256": suite.manifest_sha256(the_suite),
-                  "reps": the_suite.reps, "timeout_s": the_suite.timeout_s,
-                  "baseline": the_suite.baseline, "precision_cap": the_suite.precision_cap,
-                  "top_k": the_suite.top_k, "bands": the_suite.bands},
-        "corpus": {"id": r.pin.id, "repo": r.pin.repo, "sha": r.pin.sha,
-                   "tracked_files": info.tracked_files, "languages": info.languages,
-                   "pristine_digest_before": corpus.tree_digest(r.pristine),
-                   "pristine_digest_after": None},
-        "arms": {a.name: _arm_record(a, r.settings) for a in r.plan.arms},
-        "engine": {"version": version.get("Version"), "api_version": version.get("ApiVersion"),
-                   "kernel": version.get("KernelVersion"), "os": version.get("Os")},
-        "engines": {m.id: m.facts for m in r.members.values()},
-        "host": _host(), "user": default_user(), "deviations": deviations, "resumes": [],
-        "bench_root": str(r.settings.bench_root), "exec_path": r.exec_path,
-    }
-
-
-def _check_resumable(r: _Run, previous: dict[str, Any]) -> None:
-    """A resume continues the same run or refuses: same seal, arm specs and image ids."""
-    source = r.run_dir / "run.json"
-    the_suite = r.plan.suite
-    if previous.get("suite", {}).get("manifest_sha256") != suite.manifest_sha256(the_suite):
-        raise InputError.bad_value(source, "suite.manifest_sha256",
-                                   suite.manifest_sha256(the_suite),
-                                   previous.get("suite", {}).get("manifest_sha256"),
-                                   fix="the suite's seal changed since the run began; start "
-                                       "a new run")
-    for a in r.plan.arms:
-        was = previous.get("arms", {}).get(a.name)
-        if was is None:
-            raise InputError.bad_value(source, f"arms.{a.name}", "present", None)
-        if was["spec_sha256"] != sha256_file(a.spec.path):
-            raise InputError.bad_value(source, f"arms.{a.name}.spec_sha256",
-                                       sha256_file(a.spec.path), was["spec_sha256"],
-                                       fix=f"{a.spec.path} changed since the run began")
-        if was["image_id"] != a.image_id:
-            raise InputError.bad_value(source, f"arms.{a.name}.image_id", str(a.image_id),
-                                       was["image_id"],
-                                       fix=f"image {a.spec.image!r} was rebuilt since the run "
-                                           "began; start a new run")
-
-
-def _write_run_json(r: _Run, data: dict[str, Any]) -> None:
-    atomic_write_json(r.run_dir / "run.json", data)
+    return rundoc.new(run_id=r.run_id, the_suite=r.plan.suite, planned=r.plan.arms, pin=r.pin,
+                      info=info, pristine_digest=corpus.tree_digest(r.pristine),
+                      engine_version=r.engine.version(),
+                      engines=[m.facts for m in r.members.values()],
+                      lock=ImageLock.load(r.settings.images_lock), user=default_user(),
+                      bench_root=r.settings.bench_root, exec_path=r.exec_path)
 
 
 def _disk_full(exc: OSError, root: Path) -> bool:
@@ -267,15 +190,6 @@ def _disk_full(exc: OSError, root: Path) -> bool:
     except OSError:
         return False
     return st.f_bavail * st.f_frsize < 1 << 20
-
-
-def _write_status(r: _Run, data: dict[str, Any]) -> None:
-    """Best effort on the way out: a full disk must not hide the error that stopped the run
-    (run.json keeps its last complete version, and a resume does not depend on the status)."""
-    try:
-        _write_run_json(r, data)
-    except OSError as exc:
-        logger.error("run_json_not_updated", error=str(exc))
 
 
 def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path | None = None,
@@ -301,34 +215,32 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
     r, data = _open_run(engine, settings, the_plan, pin, pristine, resume, progress, exec_path,
                         members)
     with _status_on_failure(r, data):
-        _write_run_json(r, data)
+        rundoc.write(r.run_dir, data)
         _save_pin_lines(r)
         if members:
             _place_and_prepare(r, data, on_refused)
         for a in the_plan.available:
-            data["arms"][a.name]["engine"] = r.placement[a.name]
-        _write_run_json(r, data)
+            data.arms[a.name].engine = r.placement[a.name]
+        rundoc.write(r.run_dir, data)
         for a, outcome in zip(the_plan.available, _run_arms(r, jobs), strict=True):
-            data["arms"][a.name].update(outcome)
+            data.arms[a.name].ended(**outcome)
     _finish(r, data)
     return r.run_dir
 
 
-def _place_and_prepare(r: _Run, data: dict[str, Any], on_refused: str) -> None:
+def _place_and_prepare(r: _Run, data: RunDoc, on_refused: str) -> None:
     """Place the arms and make every engine that has some ready; an engine refused on the
     way has its arms placed again on the others (or the run stops, as the user chose)."""
     images_of = {a.name: a.spec.image for a in r.plan.available}
-    previous = {a.name: data["arms"][a.name].get("engine") for a in r.plan.available}
+    previous = {a.name: data.arms[a.name].engine for a in r.plan.available}
     members = list(r.members.values())
     while True:
         r.placement = engines.place(list(images_of), members, previous)
         ready = engines.prepare(members, r.placement, images_of, r.settings, r.run_id,
                                 default_user(), r.exec_path, r.run_dir, on_refused)
-        data["engines"].update({m.id: {**m.facts, "refused": m.refused,
-                                       "images_imported_s": m.imported,
-                                       **({"work_volume": m.host.work_volume,
-                                           "helper_path": m.host.helper_path}
-                                          if m.host else {})} for m in members})
+        for m in members:
+            data.engine_prepared(m.facts, m.refused, m.imported,
+                                 (m.host.work_volume, m.host.helper_path) if m.host else None)
         if ready:
             break
     _check_engine_images(r, data)
@@ -367,21 +279,21 @@ def _verified_corpus(settings: Settings, the_suite: suite.Suite
 def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.CorpusPin,
               pristine: Path, resume: Path | None, progress: Progress | None,
               exec_path: str | None, members: list[engines.Member] | None = None
-              ) -> tuple[_Run, dict[str, Any]]:
+              ) -> tuple[_Run, RunDoc]:
     """A new run directory and its run.json, or the one resumed: checked to continue the
     same run, with what a killed attempt left on the engine removed."""
     if resume is None:
         run_id, run_dir = rundir.create(settings.runs_dir, f"run-{the_plan.suite.name}")
     else:
         run_dir = resume.resolve()
-        if not (run_dir / "run.json").is_file():
+        if not rundoc.path(run_dir).is_file():
             raise InputError(f"{run_dir}: no run.json: not a run directory to resume",
                              file=str(run_dir))
-        previous = read_json(run_dir / "run.json")
-        run_id = previous["run_id"]
-        recorded = previous.get("exec_path", DOCKER_EXEC)
+        previous = rundoc.read(run_dir)
+        run_id = previous.run_id
+        recorded = previous.exec_path_used
         if exec_path is not None and exec_path != recorded:
-            raise InputError.bad_value(run_dir / "run.json", "exec_path", exec_path, recorded,
+            raise InputError.bad_value(rundoc.path(run_dir), "exec_path", exec_path, recorded,
                                        fix="a resumed run keeps its exec path: leave out "
                                            "--exec-path, or start a new run")
         exec_path = recorded
@@ -394,11 +306,9 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
     r.members = {m.id: m for m in members}
     r.placement = {a.name: members[0].id for a in the_plan.available}
     if resume is None:
-        return r, _new_run_json(r)
-    _check_resumable(r, previous)
-    previous["resumes"].append(datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    previous["status"] = "running"
-    previous.setdefault("engines", {}).update({m.id: m.facts for m in members})
+        return r, _new_run_doc(r)
+    rundoc.check_resumable(previous, run_dir, the_plan.suite, the_plan.arms)
+    previous.resumed([m.facts for m in members])
     for member in members:
         left = cleanup.find(member.engine, run_id=run_id)
         cleanup.remove(member.engine, left)
@@ -407,10 +317,10 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
     return r, previous
 
 
-def _check_engine_images(r: _Run, data: dict[str, Any]) -> None:
+def _check_engine_images(r: _Run, data: RunDoc) -> None:
     """A resumed arm continues only with the image its cells ran: every recorded cell's
     image id must be the locked one, and so must the engine's image under the locked tag."""
-    source = r.run_dir / "run.json"
+    source = rundoc.path(r.run_dir)
     lock = ImageLock.load(r.settings.images_lock)
     for a in r.plan.available:
         member = r.member(a.name)
@@ -453,48 +363,40 @@ def _run_arms(r: _Run, jobs: int) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def _status_on_failure(r: _Run, data: dict[str, Any]) -> Iterator[None]:
+def _status_on_failure(r: _Run, data: RunDoc) -> Iterator[None]:
     """run.json says how a run that stopped ended, and the error says how to resume it."""
     resume_fix = f"sandbench run {r.plan.suite.name} --resume {r.run_dir}"
     try:
         yield
     except KeyboardInterrupt:
-        data["status"] = "interrupted"
-        _write_status(r, data)
+        rundoc.write_status(r.run_dir, data, rundoc.INTERRUPTED)
         raise
     except OSError as exc:
-        data["status"] = "failed"
-        _write_status(r, data)
+        rundoc.write_status(r.run_dir, data, rundoc.FAILED)
         if _disk_full(exc, r.settings.bench_root):
             raise SandbenchError(f"the bench root {r.settings.bench_root} is full",
                                  why=str(exc), fix=f"free space, then: {resume_fix}") from exc
         raise
     except (EngineError, SandboxLost) as exc:
-        data["status"] = "failed"
-        _write_status(r, data)
+        rundoc.write_status(r.run_dir, data, rundoc.FAILED)
         raise SandbenchError(exc.what, why=exc.why,
                              fix=f"once the engine answers: {resume_fix}") from exc
     except BaseException:
-        data["status"] = "failed"
-        _write_status(r, data)
+        rundoc.write_status(r.run_dir, data, rundoc.FAILED)
         raise
 
 
-def _finish(r: _Run, data: dict[str, Any]) -> None:
+def _finish(r: _Run, data: RunDoc) -> None:
     """The pristine copy must be as it was before the run; then the run is complete."""
-    after = corpus.tree_digest(r.pristine)
-    data["corpus"]["pristine_digest_after"] = after
-    if after != data["corpus"]["pristine_digest_before"]:
-        data["status"] = "pristine-changed"
-        _write_run_json(r, data)
+    before = data.corpus.pristine_digest_before
+    unchanged = data.finished(corpus.tree_digest(r.pristine))
+    rundoc.write(r.run_dir, data)
+    if not unchanged:
         raise SandbenchError(f"the pristine copy of {r.pin.id!r} changed during the run",
-                             why=f"tree digest {data['corpus']['pristine_digest_before']} "
-                                 f"before, {after} after",
+                             why=f"tree digest {before} before, "
+                                 f"{data.corpus.pristine_digest_after} after",
                              fix=f"nothing in sandbench writes it: find out what did, then "
                                  f"refetch it ({r.pin.fetch_hint(force=True)})")
-    data["status"] = "complete"
-    data["finished_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    _write_run_json(r, data)
 
 
 def _done(cell: Path) -> bool:

@@ -19,7 +19,7 @@ from orchestrator import corpus
 from orchestrator.corpus.git import clean_git
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
-from orchestrator.kinds import ALL_KINDS, EDGE_KINDS
+from orchestrator.kinds import ALL_KINDS, EDGE_KINDS, INPUT_KEY
 from orchestrator.settings import Settings
 from orchestrator.values import number, repo_path
 
@@ -39,8 +39,6 @@ BAND_KEYS = {"references_correct_recall", "references_correct_max_outside",
 # an edge kind is correct when both hold, partial when one does. Required with edge tasks.
 EDGE_BAND_KEYS = {"edges_correct_precision", "edges_correct_recall"}
 TASK_KEYS = {"id", "kind", "language", "explanation", "input", "truth"}
-INPUT_KEY = {"locate": "ticket", "e2e-retrieval": "ticket", "references": "symbol",
-             "impact": "seed", "call-edges": "project", "test-edges": "project"}
 TRUTH_KEYS = {"locate": ({"primary"}, {"touched", "types"}),
               "references": ({"core"}, {"admissible"}),
               "impact": ({"graded"}, set()),

@@ -24,8 +24,9 @@ from rich.progress import (
 )
 
 from orchestrator import log
-from orchestrator.run import SETUP_CELL, ArmPlan
+from orchestrator.run import ArmPlan
 from orchestrator.run import Progress as OnCell
+from orchestrator.rundoc import SETUP_CELL
 from orchestrator.transcripts import RECORD_NAME
 from orchestrator.untrusted.text import terminal
 

@@ -14,7 +14,7 @@ from orchestrator.fsutil import canonical_json
 from orchestrator.report import html as html_page
 from orchestrator.report import tables
 from orchestrator.score import SCORES_NAME, score_run
-from orchestrator.score.inputs import read_run_json
+from orchestrator.score.inputs import read_complete_run
 
 RunDir = typer.Argument(..., file_okay=False, help="A run directory (bench/runs/RUN_ID).")
 
@@ -34,7 +34,7 @@ def score(run_dir: Path = RunDir,
     RUN_DIR/scores.json. A run scored before must reproduce every grade, recall and precision
     (exit 1 naming each that differs, nothing written)."""
     if suite_dir is None:
-        name = read_run_json(run_dir)["suite"]["name"]
+        name = read_complete_run(run_dir).suite.name
         suite_dir = settings(bench_root).suite_dir(name)
     scored_before = (run_dir / SCORES_NAME).is_file()
     scores = score_run(run_dir, suite_dir, update=update)

@@ -33,6 +33,12 @@ _GIT_CONFIG = ("gc.auto=0", "maintenance.auto=false", "core.autocrlf=false",
 
 
 
+# What makes git read no system or global config and never prompt: on this host (clean_git)
+# and in the agent that runs git on an engine's host (remote.py).
+CLEAN_GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+                 "GIT_TERMINAL_PROMPT": "0"}
+
+
 @dataclass(frozen=True)
 class Git:
     """git with no user, global or system config, a scratch HOME and a fixed identity."""
@@ -66,8 +72,7 @@ class Git:
 def clean_git(network: bool = False) -> Iterator[Git]:
     with tempfile.TemporaryDirectory(prefix="sandbench-git-home-") as home:
         env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": home,
-               "XDG_CONFIG_HOME": str(Path(home) / ".config"), "GIT_CONFIG_NOSYSTEM": "1",
-               "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0",
+               "XDG_CONFIG_HOME": str(Path(home) / ".config"), **CLEAN_GIT_ENV,
                "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "TZ": "UTC",
                "GIT_AUTHOR_NAME": "sandbench", "GIT_AUTHOR_EMAIL": "sandbench@invalid",
                "GIT_COMMITTER_NAME": "sandbench", "GIT_COMMITTER_EMAIL": "sandbench@invalid"}

@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orchestrator import rundoc
 from orchestrator import suite as suite_mod
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_json, sha256_file
 from orchestrator.kinds import KINDS
+from orchestrator.rundoc import SETUP_CELL, ArmRecord, RunDoc
 from orchestrator.settings import PACKAGE_DIR
 from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record
 
-RUN_SCHEMA = "sandbench.run/1"
-SETUP_CELL = "_setup"
 # The project root the scorer's own sources are sealed relative to.
 SOURCE_ROOT = PACKAGE_DIR.parent
 
@@ -40,23 +39,47 @@ class Rep:
 
 @dataclass(frozen=True)
 class ArmRun:
+    """An arm of the suite as the run had it; an absent arm has no record and attempts
+    nothing."""
+
     name: str
-    data: dict[str, Any]  # run.json arms[name]
+    record: ArmRecord | None  # run.json arms[name]
     status: str  # "available" | "unavailable" | "refused" | "absent" (not in this run)
     reason: str | None
 
     @property
-    def spec(self) -> dict[str, Any]:
-        """The arm spec the run recorded; an absent arm has none (it attempts nothing)."""
-        spec: dict[str, Any] = self.data.get("spec") or {
-            "parser": "", "tasks": {}, "not_attempted": {}, "env": {}, "setup": None}
-        return spec
+    def tasks(self) -> dict[str, list[str]]:
+        return {} if self.record is None else self.record.tasks
+
+    @property
+    def not_attempted(self) -> dict[str, dict[str, str]]:
+        return {} if self.record is None else self.record.not_attempted
+
+    @property
+    def parser(self) -> str:
+        return "" if self.record is None else self.record.parser
+
+    @property
+    def description(self) -> str:
+        return "" if self.record is None else self.record.description
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {} if self.record is None else self.record.env
+
+    @property
+    def install_seconds(self) -> float | None:
+        return None if self.record is None else self.record.install_seconds
+
+    @property
+    def setup_argv(self) -> list[str] | None:
+        return None if self.record is None else self.record.setup_argv
 
 
 @dataclass(frozen=True)
 class RunInputs:
     run_dir: Path
-    run: dict[str, Any]
+    run: RunDoc
     suite: suite_mod.Suite
     suite_text: str
     manifest: dict[str, Any]
@@ -75,60 +98,23 @@ class RunInputs:
         return _stream(rep, "stderr")
 
 
-def _at(data: Any, dotted: str, kinds: type | tuple[type, ...] | None, source: Path) -> Any:
+def _at(data: Any, dotted: str, source: Path) -> Any:
     """data[a][b]... for "a.b", or an error naming the file and the key."""
     current = data
     for part in dotted.split("."):
         if not isinstance(current, dict) or part not in current:
             raise InputError.bad_value(source, dotted, "present", None)
         current = current[part]
-    if kinds is not None:
-        names = kinds if isinstance(kinds, tuple) else (kinds,)
-        if not isinstance(current, names) or isinstance(current, bool) and bool not in names:
-            raise InputError.bad_value(source, dotted, " or ".join(k.__name__ for k in names),
-                                       current)
     return current
 
 
-# How commands reached the containers; a run recorded before the resident executor has no
-# exec_path and used docker exec.
-EXEC_PATHS = ("resident", "docker-exec")
-RUN_KEYS: tuple[tuple[str, type | tuple[type, ...] | None], ...] = (
-    ("run_id", str), ("date", str), ("status", str),
-    ("suite.name", str), ("suite.manifest_sha256", str), ("suite.reps", int),
-    ("corpus.id", str), ("corpus.repo", str), ("corpus.sha", str),
-    ("corpus.tracked_files", int), ("corpus.languages", dict),
-    ("arms", dict), ("host.arch", str), ("host.cores", int), ("host.memory_bytes", int),
-    ("engine", dict), ("deviations", list), ("resumes", list),
-)
-ARM_KEYS: tuple[tuple[str, type | tuple[type, ...] | None], ...] = (
-    ("image", str), ("tool_version", str), ("spec", dict), ("spec.parser", str),
-    ("spec.tasks", dict), ("spec.not_attempted", dict), ("spec.env", dict),
-    ("spec_sha256", str),
-)
-
-
-def read_run_json(run_dir: Path) -> dict[str, Any]:
-    source = run_dir / "run.json"
-    if not run_dir.is_dir():
-        raise InputError(f"{run_dir} is not a directory", fix="give a run directory "
-                         "(bench/runs/RUN_ID)", file=str(run_dir))
-    run = read_json(source)
-    if not isinstance(run, dict):
-        raise InputError.bad_value(source, "(top level)", "an object", type(run).__name__)
-    if run.get("schema") != RUN_SCHEMA:
-        raise InputError.bad_value(source, "schema", RUN_SCHEMA, run.get("schema"))
-    for key, kinds in RUN_KEYS:
-        _at(run, key, kinds, source)
-    if run["status"] != "complete":
-        raise InputError.bad_value(source, "status", "'complete'", run["status"],
+def read_complete_run(run_dir: Path) -> RunDoc:
+    """RUN_DIR/run.json (rundoc.read), of a run that finished: only such a run is scored."""
+    run = rundoc.read(run_dir)
+    if run.status != rundoc.COMPLETE:
+        raise InputError.bad_value(rundoc.path(run_dir), "status", "'complete'", run.status,
                                    fix="finish the run first: sandbench run SUITE --resume "
                                        f"{run_dir}")
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", run["date"]):
-        raise InputError.bad_value(source, "date", "YYYY-MM-DD", run["date"])
-    if run.get("exec_path", EXEC_PATHS[1]) not in EXEC_PATHS:
-        raise InputError.bad_value(source, "exec_path", f"one of {list(EXEC_PATHS)}",
-                                   run["exec_path"])
     return run
 
 
@@ -140,7 +126,7 @@ def _load_suite(suite_dir: Path, name: str) -> suite_mod.Suite:
     return suite_mod.load_suite(suite_dir.parent, name)
 
 
-def check_seal(run: dict[str, Any], the_suite: suite_mod.Suite,
+def check_seal(run: RunDoc, the_suite: suite_mod.Suite,
                run_json: Path) -> tuple[dict[str, Any], tuple[dict[str, Any], ...]]:
     """The suite must be the one the run sealed, byte for byte; the scorer's own sources may
     have changed since (a scorer fix), and each such file is reported, never hidden."""
@@ -149,17 +135,18 @@ def check_seal(run: dict[str, Any], the_suite: suite_mod.Suite,
         raise InputError(f"{path} is missing: suite {the_suite.name!r} is not sealed",
                          file=str(path))
     found = hashlib.sha256(path.read_bytes()).hexdigest()
-    if found != run["suite"]["manifest_sha256"]:
+    sealed_for_run = run.suite.manifest_sha256
+    if found != sealed_for_run:
         raise InputError(f"{path}: the suite's seal is not the run's (sha256 {found[:12]}, "
-                         f"the run recorded {run['suite']['manifest_sha256'][:12]})",
+                         f"the run recorded {sealed_for_run[:12]})",
                          fix="score with the suite directory exactly as it was sealed for "
                              "this run", file=str(path), key="suite.manifest_sha256",
-                         expected=run["suite"]["manifest_sha256"], found=found)
+                         expected=sealed_for_run, found=found)
     manifest = read_json(path)
     inputs = manifest.get("inputs") if isinstance(manifest, dict) else None
     if not isinstance(inputs, dict):
         raise InputError.bad_value(path, "inputs", "an object of path -> sha256", inputs)
-    pin = {"id": run["corpus"]["id"], "repo": run["corpus"]["repo"], "sha": run["corpus"]["sha"]}
+    pin = run.corpus.pin
     if manifest.get("corpus") != pin:
         raise InputError.bad_value(path, "corpus", json.dumps(pin, sort_keys=True),
                                    manifest.get("corpus"))
@@ -185,11 +172,11 @@ def check_seal(run: dict[str, Any], the_suite: suite_mod.Suite,
                          "found_sha256": now, "status": "match"})
         elif key.startswith("arms/"):
             arm = Path(key).stem
-            if arm not in run["arms"]:
+            if arm not in run.arms:
                 rows.append({"file": key, "kind": "arm", "sealed_sha256": sealed,
                              "found_sha256": None, "status": "not-run"})
                 continue
-            recorded = run["arms"][arm].get("spec_sha256")
+            recorded = run.arms[arm].spec_sha256
             if recorded != sealed:
                 raise InputError.bad_value(run_json, f"arms.{arm}.spec_sha256", str(sealed),
                                            recorded, fix=f"the run's arm spec is not the "
@@ -221,33 +208,27 @@ def _scorer_row(key: str, sealed: str) -> dict[str, Any]:
             "found_sha256": sealed if status == "match" else None, "status": status}
 
 
-def _arm_runs(run: dict[str, Any], the_suite: suite_mod.Suite,
-              source: Path) -> tuple[ArmRun, ...]:
+def _arm_runs(run: RunDoc, the_suite: suite_mod.Suite, source: Path) -> tuple[ArmRun, ...]:
     arms = []
     for name in the_suite.arms:
-        if name not in run["arms"]:  # left out of the run (sandbench run --arm)
-            arms.append(ArmRun(name, {}, "absent", "not part of this run"))
+        record = run.arms.get(name)
+        if record is None:  # left out of the run (sandbench run --arm)
+            arms.append(ArmRun(name, None, "absent", "not part of this run"))
             continue
-        data = run["arms"][name]
-        if not isinstance(data, dict):
-            raise InputError.bad_value(source, f"arms.{name}", "an object", data)
-        for key, kinds in ARM_KEYS:
-            _at(run, f"arms.{name}.{key}", kinds, source)
-        spec = data["spec"]
         for kind in sorted({*KINDS, *(t.kind for t in the_suite.tasks)}):
-            if kind not in spec["tasks"] and kind not in spec["not_attempted"]:
+            if kind not in record.tasks and kind not in record.not_attempted:
                 raise InputError.bad_value(source, f"arms.{name}.spec.tasks.{kind}",
                                            "an argv or a not_attempted entry", None)
-        if data.get("unavailable"):
-            arms.append(ArmRun(name, data, "unavailable", str(data["unavailable"])))
-        elif data.get("refused"):
-            arms.append(ArmRun(name, data, "refused", str(data["refused"])))
+        if record.unavailable:
+            arms.append(ArmRun(name, record, "unavailable", record.unavailable))
+        elif record.refused:
+            arms.append(ArmRun(name, record, "refused", record.refused))
         else:
-            arms.append(ArmRun(name, data, "available", None))
+            arms.append(ArmRun(name, record, "available", None))
     return tuple(arms)
 
 
-def _rep(run: dict[str, Any], arm: str, cell_dir: Path, rep: int, graded: bool) -> Rep:
+def _rep(run: RunDoc, arm: str, cell_dir: Path, rep: int, graded: bool) -> Rep:
     """One record, checked to belong to this run and arm; the streams of the graded
     invocation (REP 0 of a task) must be beside it. Warm repeats and the index build are
     read from their records alone (timings, stdout size and digest)."""
@@ -255,8 +236,8 @@ def _rep(run: dict[str, Any], arm: str, cell_dir: Path, rep: int, graded: bool) 
     record = read_record(path)
     if record.arm != arm:
         raise InputError.bad_value(path, "arm", repr(arm), record.arm)
-    if record.run_id != run["run_id"]:
-        raise InputError.bad_value(path, "run_id", repr(run["run_id"]), record.run_id,
+    if record.run_id != run.run_id:
+        raise InputError.bad_value(path, "run_id", repr(run.run_id), record.run_id,
                                    fix="this cell belongs to another run")
     for stream in ("stdout", "stderr") if graded else ():
         info = getattr(record, stream)
@@ -289,12 +270,11 @@ def _optional_json(path: Path) -> Any:
 def load(run_dir: Path, suite_dir: Path) -> RunInputs:
     """Read and check every input of a score; raises InputError naming the first bad file."""
     run_dir = Path(run_dir)
-    run = read_run_json(run_dir)
-    source = run_dir / "run.json"
-    the_suite = _load_suite(Path(suite_dir), run["suite"]["name"])
-    if the_suite.reps != run["suite"]["reps"]:
-        raise InputError.bad_value(source, "suite.reps", str(the_suite.reps),
-                                   run["suite"]["reps"])
+    run = read_complete_run(run_dir)
+    source = rundoc.path(run_dir)
+    the_suite = _load_suite(Path(suite_dir), run.suite.name)
+    if the_suite.reps != run.suite.reps:
+        raise InputError.bad_value(source, "suite.reps", str(the_suite.reps), run.suite.reps)
     arms = _arm_runs(run, the_suite, source)  # first: check_seal reads the arms' digests
     manifest, rows = check_seal(run, the_suite, source)
     reps: dict[tuple[str, str], tuple[Rep, ...]] = {}
@@ -310,17 +290,17 @@ def load(run_dir: Path, suite_dir: Path) -> RunInputs:
             continue
         cells = run_dir / "cells" / arm.name
         setup_dir = cells / SETUP_CELL
-        if arm.spec.get("setup") is not None:
+        if arm.setup_argv is not None:
             setup[arm.name] = _rep(run, arm.name, setup_dir, 0, graded=False)
         else:
             setup[arm.name] = None
         state_file = run_dir / "arms" / arm.name / "state.json"
         data = read_json(state_file)
         for key in ("state_files", "state_bytes", "corpus_changes", "corpus_added_bytes"):
-            _at(data, key, None, state_file)
+            _at(data, key, state_file)
         state[arm.name] = data
         for task in the_suite.tasks:
-            if task.kind not in arm.spec["tasks"]:
+            if task.kind not in arm.tasks:
                 continue
             reps[(arm.name, task.id)] = tuple(
                 _rep(run, arm.name, cells / task.id / str(rep), rep, graded=rep == 0)

@@ -19,6 +19,7 @@ What a cell is:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from fractions import Fraction
@@ -29,6 +30,7 @@ from orchestrator import log, pinlines
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json, canonical_json
 from orchestrator.kinds import ALL_KINDS, EDGE_KINDS
+from orchestrator.rundoc import RunDoc
 from orchestrator.score import (correctness, cost, edges, environment, leaders, reach, setup,
                                 timing)
 from orchestrator.score.inputs import RunInputs, load
@@ -87,7 +89,7 @@ def score_cell(inputs: RunInputs, arm_name: str, task: Task,
 
     cell = _blank(arm_name, task)
     arm = next(a for a in inputs.arms if a.name == arm_name)
-    skipped = arm.spec["not_attempted"].get(task.kind)
+    skipped = arm.not_attempted.get(task.kind)
     if skipped is not None:
         cell["verdict"] = "not_attempted"
         cell["not_attempted"] = {"reason": skipped["reason"], "source": skipped["source"]}
@@ -115,7 +117,7 @@ def score_cell(inputs: RunInputs, arm_name: str, task: Task,
     if cold.record.outcome != "ok":
         cell["failure"] = cold.record.outcome
     else:
-        parser = parsers.get_parser(arm.spec["parser"])
+        parser = parsers.get_parser(arm.parser)
         try:
             parsed = parser.parse(stdout, inputs.stderr(cold), task.kind)
             found_reach = reach.task_reach(parsed.rows, index)
@@ -257,20 +259,22 @@ def declarations(suite_text: str) -> dict[str, str]:
 def _arm_section(inputs: RunInputs, roots: Sequence[str]) -> dict[str, Any]:
     out = {}
     for arm in inputs.arms:
-        spec = arm.spec
+        record = arm.record
         out[arm.name] = {
             "status": arm.status,
             "reason": None if arm.reason is None else environment.rewrite_paths(arm.reason,
                                                                                 roots),
-            "description": spec.get("description", ""), "image": arm.data.get("image"),
-            "image_id": arm.data.get("image_id"), "tool_version": arm.data.get("tool_version", ""),
-            "parser": spec["parser"], "spec_sha256": arm.data.get("spec_sha256"),
-            "env": dict(sorted(spec["env"].items())),
-            "setup_argv": None if spec.get("setup") is None else list(spec["setup"]["argv"]),
-            "tasks": {k: list(v) for k, v in sorted(spec["tasks"].items())},
+            "description": arm.description, "image": None if record is None else record.image,
+            "image_id": None if record is None else record.image_id,
+            "tool_version": "" if record is None else record.tool_version,
+            "parser": arm.parser,
+            "spec_sha256": None if record is None else record.spec_sha256,
+            "env": dict(sorted(arm.env.items())),
+            "setup_argv": arm.setup_argv,
+            "tasks": {k: list(v) for k, v in sorted(arm.tasks.items())},
             "not_attempted": {k: {"reason": environment.rewrite_paths(v["reason"], roots),
                                   "source": environment.rewrite_paths(v["source"], roots)}
-                              for k, v in sorted(spec["not_attempted"].items())},
+                              for k, v in sorted(arm.not_attempted.items())},
             "baseline": arm.name == inputs.suite.baseline,
         }
     return out
@@ -290,7 +294,7 @@ def _guards(inputs: RunInputs) -> dict[str, Any]:
 
 
 def _state(inputs: RunInputs) -> dict[str, Any]:
-    run_id = inputs.run["run_id"]
+    run_id = inputs.run.run_id
     out = {}
     for arm in inputs.arms:
         data = inputs.state.get(arm.name)
@@ -363,14 +367,15 @@ def _setups(inputs: RunInputs, cells: Sequence[dict[str, Any]]) -> dict[str, Any
                                                   if a.name == baseline))
     by_arm = {a.name: [c for c in cells if c["arm"] == a.name] for a in inputs.arms}
     index_builds = {a.name: setup.index_build(inputs.setup.get(a.name)) for a in inputs.arms}
-    one_off = {a.name: setup.one_off_seconds(a.data.get("install_seconds"),
+    one_off = {a.name: setup.one_off_seconds(a.install_seconds,
                                              index_builds[a.name]) for a in inputs.arms}
     setups: dict[str, Any] = {}
     for arm in inputs.arms:
         if arm.status != "available":
             setups[arm.name] = None
             continue
-        entry = setup.arm_setup(arm.data, index_builds[arm.name], inputs.state[arm.name])
+        assert arm.record is not None  # an available arm ran
+        entry = setup.arm_setup(arm.record, index_builds[arm.name], inputs.state[arm.name])
         if arm.name == baseline:
             entry["break_even"] = None
         elif gap:
@@ -398,8 +403,8 @@ def _environment(inputs: RunInputs, cells: Sequence[dict[str, Any]],
     if changed:
         extra.append("the scorer differs from the one sealed before the run: "
                      + ", ".join(changed))
-    if run["resumes"]:
-        extra.append(f"the run was resumed {len(run['resumes'])} time(s)")
+    if run.resumes:
+        extra.append(f"the run was resumed {len(run.resumes)} time(s)")
     sandbox_lost = sum(1 for c in cells if (c["unscored"] or {}).get("kind")
                        == "sandbox-unavailable")
     if sandbox_lost:
@@ -407,23 +412,22 @@ def _environment(inputs: RunInputs, cells: Sequence[dict[str, Any]],
                      "(unscored)")
     if not index.available:
         extra.append("no line index of the pin was available: reach is unverifiable")
-    env = environment.disclosure(run, inputs.suite.baseline,
+    env = environment.disclosure(run.to_json(), inputs.suite.baseline,
                                  {a.name: a.status for a in inputs.arms},
                                  {a: g["ok"] for a, g in guards.items()}, roots, extra)
-    env["engine"] = {"version": run["engine"].get("version"),
-                     "api_version": run["engine"].get("api_version")}
+    env["engine"] = {"version": run.engine.version, "api_version": run.engine.api_version}
     return env
 
 
-def _run_section(run: dict[str, Any]) -> dict[str, Any]:
-    return {"run_id": run["run_id"], "date": run["date"], "status": run["status"],
-            "sandbench_version": run.get("sandbench_version"), "resumes": len(run["resumes"]),
-            "exec_path": run.get("exec_path", "docker-exec")}
+def _run_section(run: RunDoc) -> dict[str, Any]:
+    return {"run_id": run.run_id, "date": run.date, "status": run.status,
+            "sandbench_version": run.sandbench_version, "resumes": len(run.resumes),
+            "exec_path": run.exec_path_used}
 
 
 def _suite_section(inputs: RunInputs) -> dict[str, Any]:
     the_suite = inputs.suite
-    return {"name": the_suite.name, "manifest_sha256": inputs.run["suite"]["manifest_sha256"],
+    return {"name": the_suite.name, "manifest_sha256": inputs.run.suite.manifest_sha256,
             "arms": list(the_suite.arms), "baseline": the_suite.baseline,
             "reps": the_suite.reps, "timeout_s": r6(the_suite.timeout_s),
             "precision_cap": the_suite.precision_cap, "top_k": the_suite.top_k,
@@ -454,21 +458,19 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], pinlines.Li
     run = inputs.run
     arm_names = [a.name for a in inputs.arms]
     available = [a.name for a in inputs.arms if a.status == "available"]
-    index = pinlines.load_index(inputs.run_dir, run["corpus"]["sha"])
+    index = pinlines.load_index(inputs.run_dir, run.corpus.sha)
     cells = [score_cell(inputs, arm, task, index) for arm in arm_names
              for task in inputs.suite.tasks]
     summary = _summaries(cells, arm_names)
     setups = _setups(inputs, cells)
-    roots = environment.bench_roots(run, inputs.run_dir)
+    roots = environment.bench_roots(run.to_json(), inputs.run_dir)
     guards = _guards(inputs)
     changed = _scorer_changed(inputs)
     scores: dict[str, Any] = {
         "schema": SCHEMA,
         "run": _run_section(run),
         "suite": _suite_section(inputs),
-        "corpus": {k: run["corpus"].get(k) for k in (
-            "id", "repo", "sha", "tracked_files", "languages", "pristine_digest_before",
-            "pristine_digest_after")},
+        "corpus": dataclasses.asdict(run.corpus),
         "environment": _environment(inputs, cells, index, changed, guards, roots),
         "arms": _arm_section(inputs, roots),
         "guards": guards,
@@ -480,7 +482,7 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], pinlines.Li
         "state": _state(inputs),
         "reach_index": {"available": index.available,
                         "files": None if index.files is None else len(index.files)},
-        "manifest": {"manifest_sha256": run["suite"]["manifest_sha256"],
+        "manifest": {"manifest_sha256": run.suite.manifest_sha256,
                      "matches_run": True, "inputs": list(inputs.manifest_rows),
                      "scorer_changed": changed},
         "failures": failure_counts(cells, arm_names),

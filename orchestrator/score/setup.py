@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from orchestrator.rundoc import ArmRecord
 from orchestrator.score.numbers import median, r6
 
 NS_PER_S = 1_000_000_000
@@ -75,14 +76,15 @@ def no_baseline(why: str) -> dict[str, Any]:
             "saving_per_task_s": None, "why": why}
 
 
-def arm_setup(data: Mapping[str, Any], index: dict[str, Any] | None,
+def arm_setup(arm: ArmRecord, index: dict[str, Any] | None,
               state: Mapping[str, Any] | None) -> dict[str, Any]:
     state_bytes = None if state is None else state["state_bytes"]
     added = None if state is None else state["corpus_added_bytes"]
-    return {"install_seconds": r6(data.get("install_seconds")),
-            "image_size_bytes": data.get("image_size_bytes"),
+    return {"install_seconds": r6(arm.install_seconds),
+            "image_size_bytes": arm.image_size_bytes,
             "index": index, "state_bytes": state_bytes, "corpus_added_bytes": added,
-            "on_disk_bytes": None if state is None else state_bytes + added}
+            "on_disk_bytes": None if state is None
+            else state["state_bytes"] + state["corpus_added_bytes"]}
 
 
 DEFINITION = ("install: the arm image's build wall time from the image lock (builds run with "

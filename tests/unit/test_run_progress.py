@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from orchestrator import run as run_mod
 from orchestrator.cli import app, progress
 from orchestrator.engine import Engine
-from orchestrator.run import SETUP_CELL, ArmPlan, Plan
+from orchestrator.run import ArmPlan, Plan
+from orchestrator.rundoc import SETUP_CELL
 
 runner = CliRunner()
 

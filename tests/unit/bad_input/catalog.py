@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from orchestrator import arms as arms_mod
 from orchestrator import corpus as corpus_mod
+from orchestrator import kinds
 from orchestrator import suite as suite_mod
 from orchestrator import transcripts
 
@@ -404,7 +405,7 @@ BAD_IDS = st.sampled_from(["", "x", "Locate", "task_1", "a b", "-x"])
 
 def task(base: dict[str, Any], stem: str) -> dict[str, S[Damage]]:
     kind = base["kind"]
-    want = suite_mod.INPUT_KEY[kind]
+    want = kinds.INPUT_KEY[kind]
     required, optional = suite_mod.TRUTH_KEYS[kind]
     truth_keys = sorted(required | optional)
     path_lists = sorted(k for k in base["truth"] if k not in ("primary", "types"))
