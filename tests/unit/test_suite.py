@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 def project(tmp_path: Path) -> Settings:
     """A copy of the project's inputs, so tests may break them."""
     root = tmp_path / "project"
-    for part in ("suites", "arms", *suite.SCORER_SOURCES, "corpus.lock"):
+    for part in ("suites", "arms", *suite.every_scorer_source(REPO), "corpus.lock"):
         source = REPO / part
         if source.is_dir():
             shutil.copytree(source, root / part)
