@@ -1,9 +1,9 @@
 """Sealed task suites: tasks with their truth, a preregistration, and a manifest that hashes
 every input before any arm runs, so a number can be traced to exactly what produced it.
 
-`suites/NAME/suite.toml` declares the corpus, the arms, the baseline, the reps, the time
-limit and the choices the methodology leaves open (the impact precision cap, where ranked
-answers are cut, the bands). `suites/NAME/tasks/*.toml` holds one task each.
+`suites/NAME/suite.toml` declares the corpus, the arms, the baseline, the tool under test, the
+reps, the time limit and the choices the methodology leaves open (the impact precision cap,
+where ranked answers are cut, the bands). `suites/NAME/tasks/*.toml` holds one task each.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import corpus
+from orchestrator import corpus, importgraph, parsers
 from orchestrator.corpus.git import clean_git
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
@@ -26,9 +27,11 @@ from orchestrator.values import number, repo_path
 LANGUAGES = {"csharp": "cs", "typescript": "ts", "rust": "rs"}
 SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_s",
               "precision_cap", "top_k", "bands"}
-# Optional: the oracle whose index is the suite's compiler truth (sandbench truth build), and
-# the metric families of the methodology the suite cannot run, each with its quoted reason.
-OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted"}
+# Optional: the oracle whose index is the suite's compiler truth (sandbench truth build), the
+# metric families of the methodology the suite cannot run, each with its quoted reason, and the
+# arm whose facts (version, build, isolation) the disclosure block opens with. Optional because
+# a suite sealed before it existed must still load to be scored; without it those lines are n/a.
+OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted", "tool_under_test"}
 FAMILIES = ("resolver-precision", "rust-edges", "typescript-reference-parity")
 ORACLE_KEYS = {"arm", "project"}
 ORACLE_OPTIONAL_KEYS = {"edges"}
@@ -49,12 +52,11 @@ TRUTH_KEYS = {"locate": ({"primary"}, {"touched", "types"}),
 TASK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 MANIFEST = "manifest.json"
 PREREGISTRATION = "preregistration.md"
-# The scorer's source files: a change to how numbers are computed changes the seal.
-# Every source a grade depends on: the parsers, the bounded decoder they read tool output
-# through (its limits and its errors), the pin's line index and the scorer.
-SCORER_SOURCES = ("orchestrator/kinds.py", "orchestrator/parsers.py", "orchestrator/pinlines.py",
-                  "orchestrator/untrusted/decode.py", "orchestrator/untrusted/errors.py",
-                  "orchestrator/untrusted/limits.py", "orchestrator/score")
+# The scorer's entry module: a suite's seal covers every module of the orchestrator package it
+# imports (orchestrator/importgraph.py), so a change to how a number is computed changes the
+# seal, except the per-tool parser modules: each suite's seal adds those of its own arms.
+SCORER_ENTRY = "orchestrator.score.scorer"
+PARSERS_PACKAGE = parsers.__name__
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class Suite:
     bands: dict[str, float]
     tasks: tuple[Task, ...] = field(default_factory=tuple)
     oracle: OracleRef | None = None
+    tool_under_test: str | None = None  # None: the suite declares none (sealed before the key)
     # family -> (reason, source): a methodology family this suite's corpus calls for but that
     # cannot run here; every run of the suite names it among its deviations.
     families_not_attempted: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -205,6 +208,10 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
         raise _bad(path, "arms", "each arm listed once", twice[0])
     if data["baseline"] not in arms:
         raise _bad(path, "baseline", f"one of the suite's arms {arms}", data["baseline"])
+    tool = data.get("tool_under_test")
+    if tool is not None and (tool not in arms or tool == data["baseline"]):
+        raise _bad(path, "tool_under_test", f"one of the suite's arms {arms} other than the "
+                   f"baseline {data['baseline']!r}", tool)
     for key in ("reps", "precision_cap", "top_k"):
         number(path, key, data[key], "a positive integer", integer=True, minimum=1)
     number(path, "timeout_s", data["timeout_s"], "a positive number of seconds", minimum=0,
@@ -237,6 +244,7 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
                  baseline=data["baseline"], reps=data["reps"], timeout_s=float(data["timeout_s"]),
                  precision_cap=data["precision_cap"], top_k=data["top_k"],
                  bands={k: float(v) for k, v in bands.items()}, tasks=tasks, oracle=oracle,
+                 tool_under_test=tool,
                  families_not_attempted=_families(path, data.get("families_not_attempted", {})))
 
 
@@ -298,8 +306,53 @@ def check_truth_at_pin(suite: Suite, pristine: Path) -> None:
 
 # -- the seal -----------------------------------------------------------------------------
 
+def _is_tool_parser(module: str) -> bool:
+    """A per-tool parser module (orchestrator.parsers.rg, ...), not the parsers' shared core
+    nor one of its `_` helpers."""
+    package, _, name = module.rpartition(".")
+    return package == PARSERS_PACKAGE and not name.startswith("_")
+
+
+def parser_module(root: Path, parser: str) -> Path:
+    """The source of the parser named `parser` under the project root `root`."""
+    return root.joinpath(*PARSERS_PACKAGE.split("."), parsers.module_name(parser) + ".py")
+
+
+def scorer_sources(root: Path, parser_names: Iterable[str]) -> list[Path]:
+    """The scorer's sources under `root`: the modules its entry imports, per-tool parsers
+    left out, and the modules of the named parsers with what they import (a name whose module
+    is missing adds nothing; the seal checks the arms' names first)."""
+    files = set(importgraph.module_files(root, SCORER_ENTRY, stop=_is_tool_parser))
+    for name in sorted(set(parser_names)):
+        if parser_module(root, name).is_file():
+            module = f"{PARSERS_PACKAGE}.{parsers.module_name(name)}"
+            files.update(importgraph.module_files(root, module))
+    return sorted(files)
+
+
+def every_scorer_source(root: Path) -> list[str]:
+    """What the seal of some suite may cover: the scorer's core and every parser module,
+    relative to `root` (for copies of the project's inputs)."""
+    package = root.joinpath(*PARSERS_PACKAGE.split("."))
+    names = [p.stem for p in package.glob("*.py") if _is_tool_parser(f"{PARSERS_PACKAGE}.{p.stem}")]
+    return [p.relative_to(root).as_posix() for p in scorer_sources(root, names)]
+
+
+def _arm_parser(spec: Path, root: Path) -> str | None:
+    """The parser an arm spec names, checked to have its module; None for an oracle arm."""
+    data = read_toml(spec)
+    name = data.get("parser")
+    if name is None and data.get("kind") == "oracle":
+        return None
+    if not isinstance(name, str) or not parser_module(root, name).is_file():
+        raise _bad(spec, "parser", f"the name of a parser module in "
+                   f"{parser_module(root, 'NAME').parent}", name)
+    return name
+
+
 def sealed_inputs(suite: Suite, settings: Settings) -> dict[str, str]:
-    """Every input that decides a number, relative to the project root -> its sha256."""
+    """Every input that decides a number, relative to the project root -> its sha256: the
+    suite's files, its arms' specs, the scorer's core and the parser modules of its arms."""
     root = settings.project_root
     files = [suite.path / "suite.toml", suite.path / PREREGISTRATION,
              *(t.path for t in suite.tasks),
@@ -312,9 +365,10 @@ def sealed_inputs(suite: Suite, settings: Settings) -> dict[str, str]:
                              file=str(truth))
         assert suite.oracle is not None
         files += [truth, settings.arms_dir / f"{suite.oracle.arm}.toml"]
-    for source in SCORER_SOURCES:
-        target = root / source
-        files += sorted(target.rglob("*.py")) if target.is_dir() else [target]
+    specs = (settings.arms_dir / f"{arm}.toml" for arm in suite.arms)
+    names = [name for spec in specs if spec.is_file()
+             and (name := _arm_parser(spec, root)) is not None]
+    files += scorer_sources(root, names)
     digests = {}
     for file in files:
         if not file.is_file():

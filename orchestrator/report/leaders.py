@@ -10,7 +10,6 @@ from typing import Any
 
 from orchestrator.report.tables import (FORMATTERS, METRIC_FORMAT, NA, Table, Trimmed, arms,
                                         break_even, trimmed, two)
-from orchestrator.score.environment import TOOL
 
 
 def _identity_rows(scores: Mapping[str, Any], names: list[str]) -> list[list[str]]:
@@ -52,18 +51,22 @@ def leaders(scores: Mapping[str, Any]) -> Table:
 
 
 def leaders_statement(scores: Mapping[str, Any]) -> str:
-    """How often a peer leads or ties the tool, counted only over the cells where the tool
-    has a figure: a count over cells it never competed in would be true of nothing."""
+    """How often a peer leads or ties the tool under test, counted only over the cells where
+    it has a figure: a count over cells it never competed in would be true of nothing."""
     cells = scores["leaders"]
-    compared = [c for c in cells if c["values"].get(TOOL) is not None]
+    tool = scores["suite"].get("tool_under_test")
+    if tool is None:
+        return ("The suite names no tool under test: the table compares the arms with one "
+                "another.")
+    compared = [c for c in cells if c["values"].get(tool) is not None]
     if not compared:
-        status = scores["arms"][TOOL]["status"] if TOOL in scores["arms"] else "not in the suite"
-        return (f"{TOOL} has no figure in any cell ({status}), so whether a peer leads it "
+        status = scores["arms"][tool]["status"] if tool in scores["arms"] else "not in the suite"
+        return (f"{tool} has no figure in any cell ({status}), so whether a peer leads it "
                 "was not measured: the table compares the other arms with one another.")
-    lead = sum(1 for c in compared if any(a != TOOL for a in c["leaders"]))
+    lead = sum(1 for c in compared if any(a != tool for a in c["leaders"]))
     rest = len(cells) - len(compared)
-    return (f"A peer (any arm but {TOOL}, the baseline {scores['suite']['baseline']} "
-            f"included) leads or ties {lead} of the {len(compared)} cells where {TOOL} has "
+    return (f"A peer (any arm but {tool}, the baseline {scores['suite']['baseline']} "
+            f"included) leads or ties {lead} of the {len(compared)} cells where {tool} has "
             "a figure" + (f"; in the other {rest} it has none, so they compare only the "
                           "other arms." if rest else "."))
 

@@ -3,8 +3,9 @@
 No engine and no network: anyone can re-score a run on another machine from the run
 directory and the suite alone. One module per metric family (`correctness`, `cost`,
 `timing`, `reach`, `setup`), the inputs and their checks (`inputs`), the disclosure block
-(`environment`), the generated "where peers win" cells (`leaders`), and the whole run
-(`scorer`). The schema of scores.json is `orchestrator/schemas/scores.schema.json`.
+(`environment`), the generated "where peers win" cells (`leaders`), one cell (`cell`), the
+bands (`bands`), and the whole run (`scorer`). The schema of scores.json is
+`orchestrator/schemas/scores.schema.json`.
 """
 
 from orchestrator.score.scorer import (SCHEMA, SCORES_NAME, SelfCheckFailed, compute, score_run,

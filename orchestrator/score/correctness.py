@@ -29,9 +29,12 @@ VERDICTS = ("correct", "partial", "wrong")
 
 
 class RowLike(Protocol):
-    path: str
-    line: int | None
-    reason: str | None
+    @property
+    def path(self) -> str: ...
+    @property
+    def line(self) -> int | None: ...
+    @property
+    def reason(self) -> str | None: ...
 
 
 @dataclass(frozen=True)

@@ -51,10 +51,14 @@ DEFINITIONS = {
 
 
 class EdgeLike(Protocol):
-    path: str
-    line: int
-    source: tuple[str | None, str]
-    target: tuple[str | None, str]
+    @property
+    def path(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def source(self) -> tuple[str | None, str]: ...
+    @property
+    def target(self) -> tuple[str | None, str]: ...
 
 
 class Site(NamedTuple):

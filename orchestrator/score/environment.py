@@ -1,8 +1,12 @@
 """The environment disclosure block of the methodology, filled from run.json.
 
 Every line of the template is filled with what sandbench knows and `n/a` where a line does not
-apply (devscout's version when devscout was not run); each such gap, and everything else that
-differed from the methodology's procedure, is listed under Deviations. Absolute paths are
+apply (the tool's version when the tool under test was not run); each such gap, and everything
+else that differed from the methodology's procedure, is listed under Deviations. The tool under
+test and the baseline are the arms the suite names (`tool_under_test`, `baseline`), and every
+fact about them comes from their own records in run.json (version, image, supplied artifact)
+and their own declaration (the environment that points their state under /state), so that no
+tool is named here. Absolute paths are
 rewritten relative to the bench root; an absolute host path outside it is cut to its last
 component, and the host is named only by its architecture, cores and memory.
 """
@@ -14,9 +18,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-TOOL = "devscout"
-BASELINE_TOOL = "ripgrep"
-SCOUT_ENV = ("SCOUT_REGISTRY", "SCOUT_CONTENT_DB")
 # First components of the paths an arm sees inside its container: kept as they are.
 CONTAINER_ROOTS = {"corpus", "state", "out", "tmp"}
 OUTSIDE = "<outside bench>"
@@ -88,11 +89,41 @@ def memory(nbytes: int) -> str:
     return f"{nbytes / GIB:.1f} GiB RAM"
 
 
-def _version(tool: str, recorded: str) -> str:
-    text = recorded.strip()
-    if not text:
-        return f"{tool} n/a"
-    return text if text.split()[0] == tool else f"{tool} {text}"
+def _version(arm: str, data: Mapping[str, Any]) -> str:
+    """The tool version the arm's image reported, else `ARM n/a`."""
+    return str(data.get("tool_version") or "").strip() or f"{arm} n/a"
+
+
+def _listed(names: Sequence[str]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def _build(arm: str, data: Mapping[str, Any], deviations: list[str]) -> str:
+    """How the arm's tool came to be in its image: the pinned recipe, and the binary the user
+    supplied when the recipe takes one (sandbench builds none of it, so says so)."""
+    image = str(data.get("image") or "n/a")
+    line = f"image {image} ({str(data.get('image_id') or 'n/a')[:19]}) from the pinned recipe " \
+           f"images/{image}/"
+    artifact = data.get("artifact")
+    if isinstance(artifact, dict):
+        name, sha = str(artifact.get("name") or arm), str(artifact.get("sha256") or "n/a")[:12]
+        line += f", its {name} binary supplied prebuilt (sha256 {sha})"
+        deviations.append(f"the {name} binary of arm {arm} was supplied prebuilt (sha256 {sha}); "
+                          "sandbench did not build it and records neither its compiler nor its "
+                          "target")
+    return line
+
+
+def _isolation(run_id: str, arm: str, data: Mapping[str, Any]) -> str:
+    """Where the arm keeps its state: the variables of its declared environment that point
+    under /state, each redirected into the run's own directory for the arm."""
+    spec = data.get("spec")
+    env = spec.get("env", {}) if isinstance(spec, Mapping) else {}
+    state_dir = f"bench/runs/{run_id}/work/{arm}/state/"
+    redirected = [k for k, v in env.items() if str(v) == "/state" or str(v).startswith("/state/")]
+    if redirected:
+        return f"{_listed(redirected)} redirected under {state_dir}"
+    return f"its state under {state_dir} (mounted at /state); its environment names no path there"
 
 
 # Why an arm that is not `available` ran no command (its state in ArmRun.status).
@@ -110,55 +141,40 @@ def baseline_gap(baseline: str, state: str) -> str | None:
     return f"the baseline arm {baseline} was not run in this run: {NOT_RUN[state]}"
 
 
+def _tool_lines(run: Mapping[str, Any], tool: str | None, state: str | None,
+                deviations: list[str]) -> tuple[str, str, str]:
+    """The Tool version, Build and Isolation lines of the suite's tool under test."""
+    if tool is None:
+        deviations.append("the suite names no tool under test (tool_under_test in its "
+                          "suite.toml): Tool version, Build and Isolation are n/a")
+        return "n/a", "n/a", "n/a"
+    if state != "available":
+        why = "left out of this run" if state == "absent" else state
+        deviations.append(f"the tool under test, arm {tool}, was not measured ({why}): Tool "
+                          "version, Build and Isolation are n/a")
+        return f"{tool} n/a", "n/a", "n/a"
+    data = run["arms"][tool]
+    return (_version(tool, data), _build(tool, data, deviations),
+            _isolation(run["run_id"], tool, data))
+
+
 def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, str],
                guards_ok: Mapping[str, bool | None], roots: Sequence[str],
-               extra_deviations: Sequence[str]) -> dict[str, Any]:
+               extra_deviations: Sequence[str], *, tool_under_test: str | None
+               ) -> dict[str, Any]:
     """The template's fields, in its order, plus the deviations that explain every gap."""
     run_id = run["run_id"]
     deviations = [rewrite_paths(str(d), roots) for d in run.get("deviations", [])]
-    tool = run["arms"].get(TOOL)
-    tool_state = arm_states.get(TOOL)
-    if tool is None and tool_state == "absent":
-        tool_line, build_line, isolation = f"{TOOL} n/a (n/a)", "n/a", "n/a"
-        deviations.append(f"{TOOL} was left out of this run: Tool version, Build and Isolation "
-                          "are n/a")
-    elif tool is None:
-        tool_line, build_line, isolation = "n/a", "n/a", "n/a"
-        deviations.append(f"the suite has no {TOOL} arm: Tool version, Build and Isolation "
-                          "are n/a")
-    elif tool_state != "available":
-        tool_line, build_line, isolation = f"{TOOL} n/a (n/a)", "n/a", "n/a"
-        deviations.append(f"{TOOL} was not measured ({tool_state}): Tool version, Build and "
-                          "Isolation are n/a")
-    else:
-        version = _version(TOOL, tool.get("tool_version", ""))
-        tool_line = version if "(" in version else f"{version} (n/a)"
-        build_line = "cargo build --release, rustc n/a, n/a"
-        artifact = tool.get("artifact") or {}
-        deviations.append(f"the {TOOL} binary was supplied prebuilt (sha256 "
-                          f"{str(artifact.get('sha256', 'n/a'))[:12]}); sandbench records "
-                          "neither its rustc version nor its target triple")
-        env = tool["spec"].get("env", {})
-        state_dir = f"bench/runs/{run_id}/work/{TOOL}/state/"
-        if all(str(env.get(k, "")).startswith("/state/") for k in SCOUT_ENV):
-            isolation = f"{' and '.join(SCOUT_ENV)} redirected under {state_dir}"
-        else:
-            isolation = "n/a"
-            deviations.append(f"{TOOL}'s arm does not redirect {' and '.join(SCOUT_ENV)} "
-                              "under /state")
+    tool_line, build_line, isolation = _tool_lines(run, tool_under_test,
+                                                   arm_states.get(tool_under_test or ""),
+                                                   deviations)
     gap = baseline_gap(baseline, arm_states[baseline])
     if gap:
         baseline_line = f"n/a ({gap})"
         deviations.append(f"{gap}; the Baseline line, every cost ratio and every break-even "
                           "are n/a")
     else:
-        recorded = str(run["arms"][baseline].get("tool_version") or "").strip()
-        if recorded.split(" ")[0] in ("", BASELINE_TOOL):
-            baseline_line = _version(BASELINE_TOOL, recorded)
-        else:
-            baseline_line = recorded
-            deviations.append(f"the baseline is {recorded!r} (arm {baseline}), not "
-                              f"{BASELINE_TOOL}")
+        baseline_line = _version(baseline, run["arms"][baseline])
     measured = [a for a, s in arm_states.items() if s == "available"]
     unverified = [a for a in measured if guards_ok.get(a) is not True]
     if measured and not unverified:
@@ -176,7 +192,7 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
         "and memory are",
     ]
     for arm, state in arm_states.items():
-        if state != "available" and arm not in (TOOL, baseline) and not any(
+        if state != "available" and arm not in (tool_under_test, baseline) and not any(
                 d.startswith(f"arm {arm} ") for d in deviations):
             why = "left out of this run" if state == "absent" else state
             deviations.append(f"arm {arm} was not measured ({why})")

@@ -185,14 +185,13 @@ def check_seal(run: RunDoc, the_suite: suite_mod.Suite,
                          "found_sha256": recorded, "status": "match"})
         else:
             rows.append(_scorer_row(key, sealed))
-    for source in suite_mod.SCORER_SOURCES:
-        target = SOURCE_ROOT / source
-        files = sorted(target.rglob("*.py")) if target.is_dir() else [target]
-        for file in files:
-            key = file.relative_to(SOURCE_ROOT).as_posix()
-            if file.is_file() and key not in inputs:
-                rows.append({"file": key, "kind": "scorer", "sealed_sha256": None,
-                             "found_sha256": None, "status": "added"})
+    # The scorer's sources now for the parsers the run's arms recorded; any not sealed is new.
+    parser_names = {arm.parser for arm in run.arms.values()}
+    for file in suite_mod.scorer_sources(SOURCE_ROOT, parser_names):
+        key = file.relative_to(SOURCE_ROOT).as_posix()
+        if key not in inputs:
+            rows.append({"file": key, "kind": "scorer", "sealed_sha256": None,
+                         "found_sha256": None, "status": "added"})
     rows.sort(key=lambda r: r["file"])
     return manifest, tuple(rows)
 

@@ -12,9 +12,10 @@ What a cell is:
   the graded exec (`sandbox-unavailable`). Counted on its own.
 - `correct` / `partial` / `wrong`: graded on the cold invocation (REP 0). An exec that failed
   (any other record outcome) or whose output the arm's parser cannot read (`parse-error`) is
-  `wrong` with its failure kind shown, recall 0, never dropped. Whatever a parser raises on
-  a tool's bytes (a bound of `untrusted.decode`, RecursionError, MemoryError, a bug) is that
-  cell's `parse-error`, its message in `parse_error`: one arm's output changes only its cells.
+  `wrong` with its failure kind shown, recall 0, never dropped.
+
+One cell is `cell`, the bands `bands`; this module puts the run's sections together, checks a
+re-score against the earlier one and writes scores.json.
 """
 
 from __future__ import annotations
@@ -22,213 +23,23 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from orchestrator import log, pinlines
 from orchestrator.errors import InputError, SandbenchError
-from orchestrator.fsutil import atomic_write_json, canonical_json
-from orchestrator.kinds import ALL_KINDS, EDGE_KINDS
+from orchestrator.fsutil import atomic_write_json
 from orchestrator.rundoc import RunDoc
-from orchestrator.score import (correctness, cost, edges, environment, leaders, reach, setup,
-                                timing)
+from orchestrator.score import (bands, cell, correctness, cost, edges, environment, leaders,
+                                reach, setup, timing)
 from orchestrator.score.inputs import RunInputs, load
-from orchestrator.score.numbers import median, r6
-from orchestrator.suite import Task
-from orchestrator.transcripts import OUTCOMES
-from orchestrator.untrusted.decode import clip
-from orchestrator.untrusted.errors import HostileInput
+from orchestrator.score.numbers import r6
 
 SCHEMA = "sandbench.scores/1"
 SCORES_NAME = "scores.json"
-ALL = "all"
-BANDS = (*ALL_KINDS, ALL)
-COUNTS = ("correct", "partial", "wrong", "not_attempted", "unscored")
-UNSCORED_KINDS = {
-    "arm-unavailable": "the arm was not run: its tool is not available",
-    "arm-not-run": "the arm was left out of this run (sandbench run --arm)",
-    "guard-violation": "the arm's isolation guards failed, so none of its commands ran",
-    "sandbox-unavailable": OUTCOMES["sandbox-unavailable"],
-}
-# The failure kinds of a graded cell: decided when the exec ended (its record's outcome) or
-# when its output was parsed; each makes the cell `wrong`, never `not_attempted`.
-FAILURE_KINDS = {**{k: v for k, v in OUTCOMES.items() if k not in ("ok", "sandbox-unavailable")},
-                 "parse-error": "the tool's output could not be read by its parser"}
 DECLARED = ("baseline", "reps", "timeout_s", "precision_cap", "top_k")
 
 logger = log.get(__name__)
-
-
-# -- one cell -----------------------------------------------------------------------------
-
-def _blank(arm: str, task: Task) -> dict[str, Any]:
-    return {"arm": arm, "task": task.id, "kind": task.kind, "verdict": None, "failure": None,
-            "parse_error": None, "unscored": None, "not_attempted": None, "argv": None,
-            "grade": None, "cost": None, "calls": None, "reach": None, "timing": None,
-            "flags": [], **({"edges": None} if task.kind in EDGE_KINDS else {})}
-
-
-def _flags(reps: Sequence[Any]) -> list[str]:
-    flags = set()
-    ok = [r.record for r in reps if r.record.outcome == "ok"]
-    if len({r.stdout.sha256 for r in ok}) > 1:
-        flags.add("output-varies")
-    if any(r.record.outcome != "ok" for r in reps[1:]):
-        flags.add("warm-failures")
-    if reps[0].record.stdout.truncated:
-        flags.add("stdout-truncated")
-    if any("impossible-timing" in r.record.flags for r in reps):
-        flags.add("impossible-timing")
-    return sorted(flags)
-
-
-def score_cell(inputs: RunInputs, arm_name: str, task: Task,
-               index: pinlines.LineIndex) -> dict[str, Any]:
-    from orchestrator import parsers
-
-    cell = _blank(arm_name, task)
-    arm = next(a for a in inputs.arms if a.name == arm_name)
-    skipped = arm.not_attempted.get(task.kind)
-    if skipped is not None:
-        cell["verdict"] = "not_attempted"
-        cell["not_attempted"] = {"reason": skipped["reason"], "source": skipped["source"]}
-        return cell
-    if arm.status != "available":
-        kind = {"unavailable": "arm-unavailable", "refused": "guard-violation",
-                "absent": "arm-not-run"}[arm.status]
-        cell["verdict"] = "unscored"
-        cell["unscored"] = {"kind": kind, "reason": UNSCORED_KINDS[kind]}
-        return cell
-    reps = inputs.reps[(arm_name, task.id)]
-    cold = reps[0]
-    cell["argv"] = list(cold.record.argv)
-    cell["flags"] = _flags(reps)
-    cell["timing"] = timing.cell_timing([timing.sample(r.rep, r.record) for r in reps])
-    if cold.record.outcome == "sandbox-unavailable":
-        cell["verdict"] = "unscored"
-        cell["unscored"] = {"kind": "sandbox-unavailable",
-                            "reason": UNSCORED_KINDS["sandbox-unavailable"]}
-        return cell
-    cell["cost"] = cost.cell_cost(cold.record)
-    rows: Sequence[correctness.RowLike] = ()
-    graph: Sequence[edges.EdgeLike] = ()
-    stdout = inputs.stdout(cold)
-    if cold.record.outcome != "ok":
-        cell["failure"] = cold.record.outcome
-    else:
-        parser = parsers.get_parser(arm.parser)
-        try:
-            parsed = parser.parse(stdout, inputs.stderr(cold), task.kind)
-            found_reach = reach.task_reach(parsed.rows, index)
-        except parsers.ParseError as err:
-            cell["failure"] = "parse-error"
-            cell["parse_error"] = err.message
-        except HostileInput as err:  # past a bound of untrusted.decode: its kind says which
-            cell["failure"] = "parse-error"
-            cell["parse_error"] = str(err)
-        except Exception as err:  # noqa: BLE001 - the tool's bytes fail this cell alone
-            cell["failure"] = "parse-error"
-            cell["parse_error"] = f"{type(err).__name__}: {clip(str(err))}"
-        else:
-            rows = parsed.rows
-            graph = parsed.edges
-            cell["calls"] = parsed.calls
-            cell["reach"] = found_reach
-    if task.kind in EDGE_KINDS:
-        graded = edges.grade(task.kind, edge_truth(inputs), graph, inputs.suite.bands)
-        cell["edges"] = graded.detail
-        cell["grade"] = {"verdict": graded.verdict, "recall": r6(graded.recall),
-                         "precision": r6(graded.precision), "answer": [],
-                         "files_named": graded.files_named, "hits": [], "missed": [],
-                         "outside": [], "notes": list(graded.notes)}
-        cell["verdict"] = graded.verdict if cell["failure"] is None else "wrong"
-        return cell
-    grade = correctness.grade(rows, task, inputs.suite)
-    cell["grade"] = grade.to_json()
-    cell["verdict"] = grade.verdict if cell["failure"] is None else "wrong"
-    return cell
-
-
-def edge_truth(inputs: RunInputs) -> edges.EdgeTruth:
-    """The sealed suite's oracle truth (the seal was checked on loading), its rust_edges
-    block read once per suite."""
-    path = inputs.suite.truth_file()
-    if path is None or not path.is_file():
-        raise InputError(f"suite {inputs.suite.name!r} has edge tasks but no oracle truth",
-                         fix=f"sandbench truth build {inputs.suite.name}",
-                         file=None if path is None else str(path))
-    stat = path.stat()
-    key = (path, stat.st_mtime_ns, stat.st_size)
-    if (cached := _EDGE_TRUTH.get(key)) is not None:
-        return cached
-    from orchestrator.fsutil import read_json
-
-    try:
-        truth = edges.EdgeTruth.of(read_json(path).get("rust_edges"))
-    except edges.BadTruth as exc:
-        raise InputError(f"{path}: rust_edges is not what sandbench truth build writes",
-                         why=str(exc), fix=f"sandbench truth build {inputs.suite.name}",
-                         file=str(path)) from exc
-    _EDGE_TRUTH.clear()
-    _EDGE_TRUTH[key] = truth
-    return truth
-
-
-# One suite's truth, kept while a run is scored (every edge cell reads it).
-_EDGE_TRUTH: dict[tuple[Path, int, int], edges.EdgeTruth] = {}
-
-
-# -- per band -----------------------------------------------------------------------------
-
-def _median_of(values: Sequence[float | None]) -> float | None:
-    known = [Fraction(repr(v)) for v in values if v is not None]
-    return r6(median(known))
-
-
-def band_summary(cells: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    counts = {k: sum(c["verdict"] == k for c in cells) for k in COUNTS}
-    graded = [c for c in cells if c["verdict"] in correctness.VERDICTS]
-    failures: dict[str, int] = {}
-    for c in graded:
-        if c["failure"]:
-            failures[c["failure"]] = failures.get(c["failure"], 0) + 1
-    reached = [c["reach"]["status"] for c in graded if c["reach"] is not None]
-    problems: dict[str, int] = {}
-    for c in graded:
-        for problem, n in (c["reach"] or {}).get("problems", {}).items():
-            problems[problem] = problems.get(problem, 0) + n
-    decided = sum(s in ("reaches", "fails") for s in reached)
-    calls = [c["calls"] for c in graded if c["calls"] is not None]
-    return {
-        "counts": counts, "graded": len(graded), "failures": dict(sorted(failures.items())),
-        "correct_share": r6(Fraction(counts["correct"], len(graded))) if graded else None,
-        "recall_median": _median_of([c["grade"]["recall"] for c in graded]),
-        "precision_median": _median_of([c["grade"]["precision"] for c in graded]),
-        "cost": cost.band_cost([c["cost"] for c in graded]),
-        "timing": timing.band_timing([c["timing"] for c in graded]),
-        "reach": {**{s: reached.count(s) for s in reach.STATUSES},
-                  "share": r6(Fraction(reached.count("reaches"), decided)) if decided else None,
-                  "row_problems": dict(sorted(problems.items()))},
-        "calls": {"median": r6(median(calls)), "total": sum(calls), "n": len(calls)},
-    }
-
-
-def _in_band(cells: Sequence[dict[str, Any]], band: str) -> list[dict[str, Any]]:
-    return [c for c in cells if band == ALL or c["kind"] == band]
-
-
-def _graded_costs(cells: Sequence[dict[str, Any]]) -> dict[str, int]:
-    return {c["task"]: c["cost"]["stdout_bytes"] for c in cells
-            if c["verdict"] in correctness.VERDICTS}
-
-
-def _warm_seconds(cells: Sequence[dict[str, Any]]) -> dict[str, Fraction]:
-    out = {}
-    for c in cells:
-        if c["verdict"] in correctness.VERDICTS and c["timing"]["warm_ms"] is not None:
-            out[c["task"]] = Fraction(repr(c["timing"]["warm_ms"])) / 1000
-    return out
 
 
 # -- the whole run ------------------------------------------------------------------------
@@ -295,7 +106,7 @@ def _guards(inputs: RunInputs) -> dict[str, Any]:
 
 def _state(inputs: RunInputs) -> dict[str, Any]:
     run_id = inputs.run.run_id
-    out = {}
+    out: dict[str, Any] = {}
     for arm in inputs.arms:
         data = inputs.state.get(arm.name)
         if data is None:
@@ -314,49 +125,6 @@ def _state(inputs: RunInputs) -> dict[str, Any]:
                              if data.get(f"{where}_cut")},
         }
     return out
-
-
-def failure_counts(cells: Sequence[dict[str, Any]], arm_names: Sequence[str]
-                   ) -> dict[str, dict[str, int]]:
-    """Per arm, how many cells failed by each kind (wrong) or were unscored by each kind
-    (never the tool's wrong answer); every kind is listed, zero included."""
-    counts = {}
-    for arm in arm_names:
-        mine = [c for c in cells if c["arm"] == arm]
-        row = {k: sum(1 for c in mine if c["failure"] == k) for k in FAILURE_KINDS}
-        row.update({k: sum(1 for c in mine if (c["unscored"] or {}).get("kind") == k)
-                    for k in UNSCORED_KINDS})
-        counts[arm] = row
-    return counts
-
-
-def bands_of(cells: Sequence[dict[str, Any]]) -> tuple[str, ...]:
-    """The bands a run has: the methodology's four kinds always (every table shows them),
-    an edge kind only when the suite has such tasks, and all."""
-    present = {c["kind"] for c in cells}
-    return tuple(b for b in BANDS if b not in EDGE_KINDS or b in present)
-
-
-def _summaries(cells: Sequence[dict[str, Any]], arm_names: Sequence[str]
-               ) -> dict[str, dict[str, Any]]:
-    """Per arm and band: the grades, costs and times of its cells."""
-    return {arm: {band: band_summary(_in_band([c for c in cells if c["arm"] == arm], band))
-                  for band in bands_of(cells)} for arm in arm_names}
-
-
-def _cost_ratios(cells: Sequence[dict[str, Any]], baseline: str, available: Sequence[str]
-                 ) -> dict[str, dict[str, Any]]:
-    """The baseline's cost over each arm's, paired per task, per band; none when the baseline
-    was not measured (the report says why, from the baseline arm's status)."""
-    if baseline not in available:
-        return {}
-
-    def costs(arm: str, band: str) -> dict[str, int]:
-        return _graded_costs(_in_band([c for c in cells if c["arm"] == arm], band))
-
-    return {arm: {band: cost.paired_ratio(costs(baseline, band), costs(arm, band))
-                  for band in bands_of(cells)}
-            for arm in available if arm != baseline}
 
 
 def _setups(inputs: RunInputs, cells: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -382,8 +150,8 @@ def _setups(inputs: RunInputs, cells: Sequence[dict[str, Any]]) -> dict[str, Any
             entry["break_even"] = setup.no_baseline(gap)
         else:
             entry["break_even"] = setup.break_even(
-                one_off[arm.name], one_off[baseline], _warm_seconds(by_arm[arm.name]),
-                _warm_seconds(by_arm[baseline]))
+                one_off[arm.name], one_off[baseline], bands.warm_seconds(by_arm[arm.name]),
+                bands.warm_seconds(by_arm[baseline]))
         setups[arm.name] = entry
     return setups
 
@@ -414,7 +182,8 @@ def _environment(inputs: RunInputs, cells: Sequence[dict[str, Any]],
         extra.append("no line index of the pin was available: reach is unverifiable")
     env = environment.disclosure(run.to_json(), inputs.suite.baseline,
                                  {a.name: a.status for a in inputs.arms},
-                                 {a: g["ok"] for a, g in guards.items()}, roots, extra)
+                                 {a: g["ok"] for a, g in guards.items()}, roots, extra,
+                                 tool_under_test=inputs.suite.tool_under_test)
     env["engine"] = {"version": run.engine.version, "api_version": run.engine.api_version}
     return env
 
@@ -429,6 +198,7 @@ def _suite_section(inputs: RunInputs) -> dict[str, Any]:
     the_suite = inputs.suite
     return {"name": the_suite.name, "manifest_sha256": inputs.run.suite.manifest_sha256,
             "arms": list(the_suite.arms), "baseline": the_suite.baseline,
+            "tool_under_test": the_suite.tool_under_test,
             "reps": the_suite.reps, "timeout_s": r6(the_suite.timeout_s),
             "precision_cap": the_suite.precision_cap, "top_k": the_suite.top_k,
             "bands": {k: r6(v) for k, v in sorted(the_suite.bands.items())},
@@ -448,8 +218,8 @@ DEFINITIONS = {**{f"correct.{k}": v for k, v in correctness.DEFINITIONS.items()}
                "not_attempted": "the arm declares it cannot express the task's kind, "
                                 "quoting the tool's own docs; excluded from that "
                                 "arm's denominators",
-               **{f"unscored.{k}": v for k, v in UNSCORED_KINDS.items()},
-               **{f"failure.{k}": v for k, v in FAILURE_KINDS.items()}}
+               **{f"unscored.{k}": v for k, v in cell.UNSCORED_KINDS.items()},
+               **{f"failure.{k}": v for k, v in cell.FAILURE_KINDS.items()}}
 
 
 def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], pinlines.LineIndex]:
@@ -459,9 +229,9 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], pinlines.Li
     arm_names = [a.name for a in inputs.arms]
     available = [a.name for a in inputs.arms if a.status == "available"]
     index = pinlines.load_index(inputs.run_dir, run.corpus.sha)
-    cells = [score_cell(inputs, arm, task, index) for arm in arm_names
+    cells = [cell.score_cell(inputs, arm, task, index) for arm in arm_names
              for task in inputs.suite.tasks]
-    summary = _summaries(cells, arm_names)
+    summary = bands.summaries(cells, arm_names)
     setups = _setups(inputs, cells)
     roots = environment.bench_roots(run.to_json(), inputs.run_dir)
     guards = _guards(inputs)
@@ -477,7 +247,7 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], pinlines.Li
         "tasks": _tasks_section(inputs),
         "cells": cells,
         "summary": summary,
-        "cost_ratios": _cost_ratios(cells, inputs.suite.baseline, available),
+        "cost_ratios": bands.cost_ratios(cells, inputs.suite.baseline, available),
         "setup": setups,
         "state": _state(inputs),
         "reach_index": {"available": index.available,
@@ -485,10 +255,10 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], pinlines.Li
         "manifest": {"manifest_sha256": run.suite.manifest_sha256,
                      "matches_run": True, "inputs": list(inputs.manifest_rows),
                      "scorer_changed": changed},
-        "failures": failure_counts(cells, arm_names),
-        "leaders": leaders.leaders(summary, setups, arm_names, bands_of(cells)),
+        "failures": bands.failure_counts(cells, arm_names),
+        "leaders": leaders.leaders(summary, setups, arm_names, bands.bands_of(cells)),
         "definitions": {**DEFINITIONS, **{f"correct.{k}": v for k, v in edges.DEFINITIONS.items()
-                                          if k in bands_of(cells)}},
+                                          if k in bands.bands_of(cells)}},
     }
     return scores, index
 
@@ -559,7 +329,3 @@ def score_run(run_dir: Path, suite_dir: Path, *, update: bool = False) -> dict[s
     atomic_write_json(path, scores)
     logger.info("scored", run=scores["run"]["run_id"], cells=len(scores["cells"]))
     return scores
-
-
-def scores_text(scores: dict[str, Any]) -> str:
-    return canonical_json(scores)

@@ -16,7 +16,7 @@ from orchestrator import images
 from orchestrator.engine import Engine
 from orchestrator.score import scorer
 from orchestrator.settings import Settings, load_settings
-from orchestrator.suite import SCORER_SOURCES
+from orchestrator.suite import every_scorer_source
 
 
 @pytest.fixture(scope="session")
@@ -51,7 +51,8 @@ def bench(built: Settings, tmp_path: Path) -> Iterator[Settings]:
     yield private
 
 
-PROJECT_INPUTS = ("images", "arms", "suites", "corpus.lock", *SCORER_SOURCES)
+PROJECT_INPUTS = ("images", "arms", "suites", "corpus.lock",
+                  *every_scorer_source(Path(__file__).resolve().parents[2]))
 
 
 def project_copy(built: Settings, root: Path) -> Settings:

@@ -34,7 +34,7 @@ from orchestrator import arms, corpus, guards, images, run, rundir, suite, workf
 from orchestrator import labels as lb
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings, load_settings
-from orchestrator.suite import SCORER_SOURCES
+from orchestrator.suite import every_scorer_source
 from orchestrator.transcripts import ExecRecord, read_record
 
 SECURITY = Path(__file__).resolve().parent
@@ -219,7 +219,7 @@ def _copy_project(project: Path) -> None:
     # The scorer's sources are sealed inputs of every suite: a private copy, so that an edit
     # in the checkout during the session cannot break the seal.
     (project / "orchestrator").mkdir()
-    for source in SCORER_SOURCES:
+    for source in every_scorer_source(REPO):
         if (REPO / source).is_dir():
             shutil.copytree(REPO / source, project / source,
                             ignore=shutil.ignore_patterns("__pycache__"))

@@ -55,7 +55,8 @@ def test_the_block_follows_the_template_exactly(tmp_path: Path) -> None:
     b = RunBuilder(tmp_path, arms=[Arm("rg", tool_version="ripgrep 13.0.0"),
                                    Arm("devscout", unavailable="no binary")],
                    deviations=[f"arm devscout not run: see {tmp_path}/bench/runs/{RUN_ID}/x "
-                               "and /home/alice/bin/devscout"]).build()
+                               "and /home/alice/bin/devscout"],
+                   tool_under_test="devscout").build()
     scores, _ = compute(b.run_dir, b.suite_dir)
     text = block(scores["environment"])
     lines = text.splitlines()
@@ -65,7 +66,7 @@ def test_the_block_follows_the_template_exactly(tmp_path: Path) -> None:
             for line in labels] == TEMPLATE_LABELS
     env = scores["environment"]
     assert env["date"] == "2026-01-01"
-    assert env["tool_version"] == "devscout n/a (n/a)" and env["build"] == "n/a"
+    assert env["tool_version"] == "devscout n/a" and env["build"] == "n/a"
     assert env["host"] == "x86_64 host, idleness not recorded; 2 cores, 8.0 GiB RAM"
     assert env["baseline"] == "ripgrep 13.0.0"
     assert env["reps"] == "3 per cell (1 cold + 2 warm)"
@@ -73,29 +74,61 @@ def test_the_block_follows_the_template_exactly(tmp_path: Path) -> None:
         env["corpus"]
     assert env["deviations"][0] == (f"arm devscout not run: see bench/runs/{RUN_ID}/x and "
                                     "<outside bench>/devscout")
-    assert any("devscout was not measured" in d for d in env["deviations"])
+    assert ("the tool under test, arm devscout, was not measured (unavailable): Tool version, "
+            "Build and Isolation are n/a") in env["deviations"]
     assert str(tmp_path) not in text and "Linux" not in text
 
 
-def test_a_measured_devscout_fills_its_lines() -> None:
-    run = {"run_id": "r", "date": "2026-01-01", "deviations": [],
-           "suite": {"reps": 3},
-           "corpus": {"repo": "o/r", "sha": "a" * 40, "tracked_files": 9},
-           "host": {"arch": "aarch64", "cores": 8, "memory_bytes": 16 << 30},
-           "arms": {"rg": {"tool_version": "ripgrep 14.1.0"},
-                    "devscout": {"tool_version": "devscout 0.9.0",
-                                 "artifact": {"sha256": "b" * 64},
-                                 "spec": {"env": {"SCOUT_REGISTRY": "/state/repos.json",
-                                                  "SCOUT_CONTENT_DB": "/state/content.db"}}}}}
+def _measured_run(arms: dict) -> dict:
+    return {"run_id": "r", "date": "2026-01-01", "deviations": [], "suite": {"reps": 3},
+            "corpus": {"repo": "o/r", "sha": "a" * 40, "tracked_files": 9},
+            "host": {"arch": "aarch64", "cores": 8, "memory_bytes": 16 << 30},
+            "arms": {"rg": {"tool_version": "ripgrep 14.1.0"}, **arms}}
+
+
+def test_a_measured_tool_under_test_fills_its_lines_from_its_own_records() -> None:
+    """Version, build and isolation come from the arm's run.json record and its declared
+    environment: a supplied binary is named with its digest, every variable pointing under
+    /state is listed."""
+    run = _measured_run({"devscout": {
+        "tool_version": "devscout 0.9.0", "image": "devscout", "image_id": "sha256:" + "c" * 64,
+        "artifact": {"name": "devscout", "path": "/x/devscout", "sha256": "b" * 64},
+        "spec": {"env": {"HOME": "/state/home", "SCOUT_REGISTRY": "/state/repos.json",
+                         "SCOUT_CONTENT_DB": "/state/content.db", "LANG": "C.UTF-8"}}}})
     env = disclosure(run, "rg", {"rg": "available", "devscout": "available"},
-                     {"rg": True, "devscout": True}, [], [])
-    assert env["tool_version"] == "devscout 0.9.0 (n/a)"
-    assert env["build"] == "cargo build --release, rustc n/a, n/a"
-    assert env["isolation"] == ("SCOUT_REGISTRY and SCOUT_CONTENT_DB redirected under "
+                     {"rg": True, "devscout": True}, [], [], tool_under_test="devscout")
+    assert env["tool_version"] == "devscout 0.9.0"
+    assert env["build"] == ("image devscout (sha256:cccccccccccc) from the pinned recipe "
+                            "images/devscout/, its devscout binary supplied prebuilt (sha256 "
+                            "bbbbbbbbbbbb)")
+    assert env["isolation"] == ("HOME, SCOUT_REGISTRY and SCOUT_CONTENT_DB redirected under "
                                 "bench/runs/r/work/devscout/state/")
+    assert env["baseline"] == "ripgrep 14.1.0"
     assert env["network"] == "setup only; offline for every measured invocation"
     assert env["host"].startswith("aarch64 ") and "16.0 GiB" in env["host"]
     assert any("supplied prebuilt (sha256 bbbbbbbbbbbb)" in d for d in env["deviations"])
+
+
+def test_a_suite_without_devscout_discloses_its_own_tool_and_never_devscout() -> None:
+    run = _measured_run({"serena": {
+        "tool_version": "serena 2.1.0", "image": "serena", "image_id": "sha256:" + "d" * 64,
+        "artifact": None, "spec": {"env": {"SERENA_USAGE_REPORTING": "false"}}}})
+    env = disclosure(run, "rg", {"rg": "available", "serena": "available"},
+                     {"rg": True, "serena": True}, [], [], tool_under_test="serena")
+    assert env["tool_version"] == "serena 2.1.0"
+    assert env["build"] == "image serena (sha256:dddddddddddd) from the pinned recipe images/serena/"
+    assert env["isolation"] == ("its state under bench/runs/r/work/serena/state/ (mounted at "
+                                "/state); its environment names no path there")
+    assert "devscout" not in str(env) and "ripgrep 14.1.0" == env["baseline"]
+
+
+def test_a_suite_naming_no_tool_under_test_says_so() -> None:
+    run = _measured_run({})
+    env = disclosure(run, "rg", {"rg": "available"}, {"rg": True}, [], [],
+                     tool_under_test=None)
+    assert (env["tool_version"], env["build"], env["isolation"]) == ("n/a", "n/a", "n/a")
+    assert ("the suite names no tool under test (tool_under_test in its suite.toml): Tool "
+            "version, Build and Isolation are n/a") in env["deviations"]
 
 
 def test_an_unverified_guard_is_a_deviation() -> None:
@@ -103,7 +136,7 @@ def test_an_unverified_guard_is_a_deviation() -> None:
            "corpus": {"repo": "o/r", "sha": "a", "tracked_files": 1},
            "host": {"arch": "x86_64", "cores": 1, "memory_bytes": 1 << 30},
            "arms": {"rg": {"tool_version": "ripgrep 13.0.0"}}}
-    env = disclosure(run, "rg", {"rg": "available"}, {"rg": None}, [], [])
+    env = disclosure(run, "rg", {"rg": "available"}, {"rg": None}, [], [], tool_under_test=None)
     assert env["network"] == "n/a"
     assert any("no stored passing guard verdict for: rg" in d for d in env["deviations"])
 
@@ -123,7 +156,7 @@ def test_a_run_over_several_engines_lists_every_host_and_where_each_arm_ran() ->
     run = _engines_run({"engine-a": facts, "engine-b": {**facts, "arch": "aarch64",
                                                         "cores": 4}})
     env = disclosure(run, "rg", {"rg": "available", "ast-grep": "available"},
-                     {"rg": True, "ast-grep": True}, [], [])
+                     {"rg": True, "ast-grep": True}, [], [], tool_under_test="ast-grep")
     assert env["host"] == (
         "x86_64 host, idleness not recorded; 2 cores, 8.0 GiB RAM; engines: engine-a (Docker "
         "20.10.24, x86_64, 2 cores, 8.0 GiB RAM, this host); engine-b (Docker 20.10.24, "
@@ -136,6 +169,6 @@ def test_a_one_engine_run_discloses_its_host_as_before() -> None:
     run = _engines_run({"engine-a": {"version": "1", "arch": "x86_64", "cores": 2,
                                      "memory_bytes": 8 << 30}})
     env = disclosure(run, "rg", {"rg": "available", "ast-grep": "available"},
-                     {"rg": True, "ast-grep": True}, [], [])
+                     {"rg": True, "ast-grep": True}, [], [], tool_under_test="ast-grep")
     assert env["host"] == "x86_64 host, idleness not recorded; 2 cores, 8.0 GiB RAM"
     assert not any("Docker engines" in d for d in env["deviations"])

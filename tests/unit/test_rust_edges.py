@@ -9,7 +9,8 @@ from fractions import Fraction
 import pytest
 
 from orchestrator.oracle import rust_sites, truth
-from orchestrator.parsers import CodeReviewGraphParser, Edge
+from orchestrator.parsers import Edge
+from orchestrator.parsers.code_review_graph import CodeReviewGraphParser
 from orchestrator.score import edges
 
 SOURCE = '''\

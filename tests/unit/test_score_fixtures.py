@@ -133,6 +133,7 @@ class RunBuilder:
     pin_lines: bool = True  # the run saved its line index, read from the pristine copy
     deviations: list[str] = field(default_factory=list)
     sealed_overrides: dict[str, str] = field(default_factory=dict)
+    tool_under_test: str | None = None  # suite.toml's tool_under_test, when set
 
     @property
     def suite_dir(self) -> Path:
@@ -167,6 +168,8 @@ class RunBuilder:
         sha = self._corpus(self.root / "pin")
         suite_text = toml({"version": 1, "name": "mini", "corpus": "mini",
                            "arms": [a.name for a in self.arms], "baseline": self.arms[0].name,
+                           **({} if self.tool_under_test is None
+                              else {"tool_under_test": self.tool_under_test}),
                            "reps": self.reps, "timeout_s": 60,
                            "precision_cap": self.precision_cap, "top_k": self.top_k,
                            "bands": BANDS})
@@ -183,10 +186,8 @@ class RunBuilder:
         specs = {a.name: self.arm_spec(a) for a in self.arms}
         for a in self.arms:
             inputs[f"arms/{a.name}.toml"] = hashlib.sha256(a.name.encode()).hexdigest()
-        for source in suite_mod.SCORER_SOURCES:
-            target = SOURCE_ROOT / source
-            for file in sorted(target.rglob("*.py")) if target.is_dir() else [target]:
-                inputs[file.relative_to(SOURCE_ROOT).as_posix()] = sha256_file(file)
+        for file in suite_mod.scorer_sources(SOURCE_ROOT, {a.parser for a in self.arms}):
+            inputs[file.relative_to(SOURCE_ROOT).as_posix()] = sha256_file(file)
         inputs.update(self.sealed_overrides)
         pin = {"id": "mini", "repo": "example/mini", "sha": sha}
         manifest = self.suite_dir / "manifest.json"
@@ -284,4 +285,5 @@ def test_the_builder_seals_its_suite(tmp_path: Path) -> None:
     built = RunBuilder(tmp_path).build()
     manifest = json.loads((built.suite_dir / "manifest.json").read_text())
     assert "suites/mini/tasks/loc-a.toml" in manifest["inputs"]
-    assert "orchestrator/parsers.py" in manifest["inputs"]
+    assert "orchestrator/parsers/__init__.py" in manifest["inputs"]
+    assert "orchestrator/parsers/rg.py" in manifest["inputs"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import suite
+from orchestrator import importgraph, suite
 from orchestrator.errors import InputError
 from orchestrator.settings import Settings
 
@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 def project(tmp_path: Path) -> Settings:
     """A copy of the project's inputs, so tests may break them."""
     root = tmp_path / "project"
-    for part in ("suites", "arms", *suite.SCORER_SOURCES, "corpus.lock"):
+    for part in ("suites", "arms", *suite.every_scorer_source(REPO), "corpus.lock"):
         source = REPO / part
         if source.is_dir():
             shutil.copytree(source, root / part)
@@ -159,3 +159,86 @@ def test_an_oracle_suite_seals_its_truth_only_once_built(project: Settings) -> N
     truth.write_text('{"edited": true}\n')
     assert {d.file for d in suite.verify_seal(demo, project)} == {
         "suites/demo/truth/oracle-scip-typescript.json"}
+
+
+# -- what the seal covers: the scorer's imports, and the parsers of the suite's own arms ------
+
+def test_the_scorer_core_is_found_from_its_imports_and_reaches_no_tool_parser() -> None:
+    """Modules that change grades (transcripts' outcomes, the suite, fsutil, the cell) are in
+    the core without being listed anywhere; no core module imports a per-tool parser module,
+    so leaving those out of the core hides nothing the scorer imports."""
+    core = {p.relative_to(REPO).as_posix() for p in suite.scorer_sources(REPO, [])}
+    for module in ("orchestrator/transcripts.py", "orchestrator/suite.py",
+                   "orchestrator/fsutil.py", "orchestrator/score/cell.py",
+                   "orchestrator/parsers/__init__.py", "orchestrator/untrusted/decode.py"):
+        assert module in core, module
+    unstopped = importgraph.module_files(REPO, suite.SCORER_ENTRY)
+    assert not [p for p in unstopped if p.parent.name == "parsers" and p.name != "__init__.py"]
+    assert "orchestrator/score/resolver.py" not in core  # not imported by the scorer
+    assert {p.relative_to(REPO).as_posix() for p in suite.scorer_sources(REPO, ["serena"])} \
+        == core | {"orchestrator/parsers/serena.py"}
+
+
+def _add_parser(project: Settings, name: str, arm: str) -> None:
+    """A new tool: its parser module (rg's, renamed) and an arm naming it."""
+    parsers_dir = project.project_root / "orchestrator" / "parsers"
+    source = (parsers_dir / "rg.py").read_text().replace('name = "rg"', f'name = "{name}"')
+    (parsers_dir / f"{name.replace('-', '_')}.py").write_text(source)
+    spec = (project.arms_dir / "rg.toml").read_text().replace('parser = "rg"',
+                                                              f'parser = "{name}"')
+    (project.arms_dir / f"{arm}.toml").write_text(spec)
+
+
+def test_a_new_arm_with_its_own_parser_leaves_every_suite_sealed(project: Settings) -> None:
+    _add_parser(project, "new-tool", "new-tool")
+    names = suite.known_suites(project.suites_dir)
+    assert len(names) >= 7
+    for name in names:
+        assert suite.verify_seal(suite.load_suite(project.suites_dir, name), project) == [], name
+    # A suite that declares the new arm seals its parser module (and no other suite does).
+    folder = project.suites_dir / "with-new"
+    shutil.copytree(project.suites_dir / "demo", folder)
+    text = (folder / "suite.toml").read_text().replace('name = "demo"', 'name = "with-new"')
+    (folder / "suite.toml").write_text(text.replace('arms = ["rg", ', 'arms = ["rg", "new-tool", '))
+    inputs = suite.sealed_inputs(suite.load_suite(project.suites_dir, "with-new"), project)
+    assert "orchestrator/parsers/new_tool.py" in inputs and "arms/new-tool.toml" in inputs
+
+
+def test_changing_one_parser_breaks_only_the_suites_whose_arms_use_it(
+        project: Settings) -> None:
+    serena = project.project_root / "orchestrator" / "parsers" / "serena.py"
+    serena.write_text(serena.read_text() + "# a fix of serena's parser\n")
+    broken = {}
+    for name in suite.known_suites(project.suites_dir):
+        the_suite = suite.load_suite(project.suites_dir, name)
+        if diffs := suite.verify_seal(the_suite, project):
+            broken[name] = [d.file for d in diffs]
+    assert broken == {"serena-demo-typescript": ["orchestrator/parsers/serena.py"],
+                      "serena-typescript-parity": ["orchestrator/parsers/serena.py"]}
+
+
+def test_an_arm_naming_a_parser_without_a_module_cannot_be_sealed(project: Settings) -> None:
+    spec = project.arms_dir / "ctags.toml"
+    spec.write_text(spec.read_text().replace('parser = "rg"', 'parser = "grep"'))
+    with pytest.raises(InputError) as err:
+        suite.sealed_inputs(_suite(project), project)
+    assert err.value.data["key"] == "parser" and str(spec) in str(err.value)
+
+
+@pytest.mark.parametrize("value", ["nope", "rg"])
+def test_the_tool_under_test_is_a_declared_arm_other_than_the_baseline(
+        project: Settings, value: str) -> None:
+    path = project.suites_dir / "demo" / "suite.toml"
+    path.write_text(path.read_text().replace('tool_under_test = "devscout"',
+                                             f'tool_under_test = "{value}"'))
+    with pytest.raises(InputError) as err:
+        _suite(project)
+    assert err.value.data["key"] == "tool_under_test" and str(path) in str(err.value)
+    assert "other than the baseline 'rg'" in str(err.value)
+
+
+def test_every_suite_names_its_tool_under_test() -> None:
+    for name in suite.known_suites(REPO / "suites"):
+        the_suite = suite.load_suite(REPO / "suites", name)
+        assert the_suite.tool_under_test in the_suite.arms, name
+        assert the_suite.tool_under_test != the_suite.baseline, name

@@ -1,7 +1,7 @@
 """One damaged file through its reader and one CLI command, in a private project and bench root.
 
 The workspace is a copy of the repo's inputs (arms/, suites/, images/, corpus.lock, and the
-sealed scorer sources, suite.SCORER_SOURCES) as the project root
+sealed scorer sources, suite.every_scorer_source) as the project root
 (SANDBENCH_PROJECT), and a bench root holding a real images.lock, a real exec record and a
 real set of guard snapshots (tests/unit/bad_input/fixtures/, taken from this host's bench/),
 and the committed golden run (tests/golden/demo-run, with its sealed suite) for `score`.
@@ -22,13 +22,13 @@ from typer.testing import CliRunner
 
 from orchestrator.cli import app
 from orchestrator.errors import InputError
-from orchestrator.suite import SCORER_SOURCES
+from orchestrator.suite import every_scorer_source
 
 from .damage import Damage
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-PROJECT_INPUTS = ("arms", "suites", "images", "corpus.lock", *SCORER_SOURCES)
+PROJECT_INPUTS = ("arms", "suites", "images", "corpus.lock", *every_scorer_source(REPO))
 GUARD_RUN = "runs/check-20261202T140501Z-be4aa6"
 GUARD_DIR = f"{GUARD_RUN}/guards/rg"
 RECORD = "runs/run-demo-20261202T144318Z-d65d42/cells/rg/references-cart-line/3/record.json"

@@ -1,0 +1,208 @@
+"""Output parsers: what an arm's captured output says, as rows a scorer can grade.
+
+One parser per output format, each in its own module of this package (like BenchExec's
+tool-info modules): the parser named `code-review-graph` is `code_review_graph.py`, whose
+`PARSER` is registered in `PARSERS` under that name when this package is imported. An arm names
+its parser in its TOML. This module is the shared core every parser uses (the rows, the
+errors, the decoding helpers) and the registry; a suite's seal covers it, and the modules of
+only the parsers its arms name (`orchestrator/suite.py`), so adding or fixing one tool's
+parser leaves the seals of suites without that tool intact.
+
+A parser reads the verbatim stdout and stderr of one task's invocation and returns
+the rows of the answer (repo-relative path, 1-based line, reason), in the tool's own order,
+and the tool-call count. It never guesses: output it cannot read raises `ParseError`, which
+the run records for that cell and moves on.
+
+Every parser reads hostile bytes in time linear in their length: JSON and line numbers go
+through `untrusted.decode` (bounded length, nesting, digits; a refusal is a `HostileInput`
+naming its guard), and every pattern is anchored and splits a line where one fixed mark
+is, never where two open-ended runs meet. The scorer makes a ParseError, a HostileInput
+and any other exception of a parser that cell's `parse-error`, never the whole score's.
+
+Shared conventions:
+
+- **Text.** stdout is decoded as UTF-8 with ``errors="replace"``: a byte that is not UTF-8
+  becomes U+FFFD in a row (such a path can never equal a truth path, which is what it should
+  do), and the transcript keeps the exact bytes.
+- **Paths.** A leading ``/corpus/`` (the arm's corpus mount) or ``./`` is removed; any other
+  absolute path, an empty one or one with a ``..`` segment is a `ParseError`.
+- **Calls.** A multi-call strategy prints one ``sandbench-call: <argv>`` line on stderr before
+  each call; ``calls`` is the number of such lines, and 1 when there are none (a plain command
+  is one call).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from orchestrator.errors import InputError
+from orchestrator.kinds import ALL_KINDS
+from orchestrator.untrusted import decode as untrusted
+from orchestrator.untrusted.errors import HostileInput
+
+CALL_MARKER = b"sandbench-call:"
+CORPUS_PREFIX = "/corpus/"
+RANKED_KINDS = ("locate", "e2e-retrieval")
+
+
+class ParseError(Exception):
+    """Output a parser cannot read. Recorded per (arm, task) cell; never fatal to a run."""
+
+    def __init__(self, message: str, **data: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+@dataclass(frozen=True)
+class Row:
+    path: str            # repo-relative POSIX path (no leading ./ or /corpus/)
+    line: int | None     # 1-based, or None when the format carries no line
+    reason: str | None   # the matched symbol, edge kind, or source line text
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One edge of a tool's graph (the edge kinds): its site, and the definition it goes from
+    and to, each as (repo-relative file or None when the tool names none, name). A call edge
+    goes from the caller to the callee; a test edge from the test to the function it calls."""
+
+    path: str
+    line: int
+    source: tuple[str | None, str]
+    target: tuple[str | None, str]
+
+
+@dataclass(frozen=True)
+class Parsed:
+    rows: tuple[Row, ...]   # in the tool's order (ranked order for locate/e2e-retrieval)
+    calls: int              # tool calls: count of 'sandbench-call:' lines on stderr, else 1
+    edges: tuple[Edge, ...] = ()  # the edge kinds: every edge the tool printed, in its order
+
+
+class OutputParser(Protocol):
+    name: str
+
+    def parse(self, stdout: bytes, stderr: bytes, kind: str) -> Parsed: ...
+
+
+# -- shared helpers ---------------------------------------------------------------------------
+
+def count_calls(stderr: bytes) -> int:
+    """The number of ``sandbench-call:`` lines on stderr; 1 when a command printed none."""
+    marked = sum(1 for line in stderr.splitlines() if line.startswith(CALL_MARKER))
+    return marked or 1
+
+
+def decode(data: bytes) -> str:
+    """stdout as text; an invalid UTF-8 byte becomes U+FFFD (see the module docstring)."""
+    return data.decode("utf-8", errors="replace")
+
+
+def repo_path(raw: str, parser: str) -> str:
+    """A path as the tool printed it, made repo-relative; ParseError when it cannot be
+    (HostileInput `bad-path` past PATH_MAX)."""
+    path = untrusted.path(raw, what=f"{parser} path")
+    if path.startswith(CORPUS_PREFIX):
+        path = path[len(CORPUS_PREFIX):]
+    elif path.startswith("/"):
+        raise ParseError(f"{parser}: absolute path outside /corpus: {untrusted.clip(raw)}",
+                         parser=parser, path=raw)
+    while path.startswith("./"):
+        path = path[2:]
+    if not path or ".." in path.split("/"):
+        raise ParseError(f"{parser}: not a path inside the repository: "
+                         f"{untrusted.clip(raw)}", parser=parser, path=raw)
+    return path
+
+
+def check_kind(kind: str) -> None:
+    if kind not in ALL_KINDS:
+        raise ValueError(f"unknown task kind {kind!r}; known: {', '.join(ALL_KINDS)}")
+
+
+def reason(text: object) -> str | None:
+    """A reason token: the text without surrounding whitespace, or None when nothing is left."""
+    if not isinstance(text, str):
+        return None
+    text = text.strip()
+    return text or None
+
+
+def json_values(text: str, parser: str) -> Iterator[Any]:
+    """Every JSON value in `text`, one after another (pretty-printed documents back to back,
+    or one per line), within untrusted.decode's bounds; ParseError at the first thing that
+    is not JSON."""
+    try:
+        yield from untrusted.json_values(text, what=f"{parser} stdout")
+    except HostileInput as exc:
+        if exc.kind != "not-json":
+            raise
+        raise ParseError(f"{parser}: not JSON at character {exc.data['at']}: "
+                         f"{exc.message.split(': ', 2)[-1]}", parser=parser,
+                         at=exc.data["at"]) from None
+
+
+def require(cond: bool, parser: str, what: str, found: object) -> None:
+    if not cond:
+        raise ParseError(f"{parser}: expected {what}, found {clipped(found)}", parser=parser)
+
+
+def clipped(value: object, limit: int = 120) -> str:
+    return untrusted.clip(value, limit)
+
+
+def line_value(value: object, parser: str, *, zero_based: bool = False) -> int:
+    require(isinstance(value, int) and not isinstance(value, bool)
+             and value >= (0 if zero_based else 1), parser,
+             "a 0-based line" if zero_based else "a 1-based line", value)
+    assert isinstance(value, int)
+    return value + 1 if zero_based else value
+
+
+# -- the registry -------------------------------------------------------------------------------
+
+def module_name(parser: str) -> str:
+    """The module of this package that holds the parser named `parser` (`ast-grep` ->
+    `ast_grep`): the seal finds a parser's source from its name alone, without importing it."""
+    return parser.replace("-", "_")
+
+
+def _discover() -> dict[str, OutputParser]:
+    """Every parser module of this package (a module whose name starts with `_` is a helper,
+    not a parser), each registered under its `PARSER.name`, which must name the module."""
+    found: dict[str, OutputParser] = {}
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        parser: Any = getattr(module, "PARSER", None)
+        name = getattr(parser, "name", None)
+        if not isinstance(name, str) or module_name(name) != info.name:
+            raise RuntimeError(f"{module.__file__}: a parser module defines PARSER, whose name "
+                               f"is the module's with '-' for '_'; found {name!r}")
+        found[name] = parser
+    return found
+
+
+PARSERS: dict[str, OutputParser] = _discover()
+
+
+def get_parser(name: str) -> OutputParser:
+    """The parser registered as `name`; an unknown name is an InputError listing the known."""
+    try:
+        return PARSERS[name]
+    except KeyError:
+        raise InputError(f"unknown output parser {name!r}",
+                         fix=f"known parsers: {', '.join(sorted(PARSERS))}", name=name,
+                         known=sorted(PARSERS)) from None
+
+
+__all__ = ["CALL_MARKER", "CORPUS_PREFIX", "PARSERS", "RANKED_KINDS", "Edge", "OutputParser",
+           "ParseError", "Parsed", "Row", "check_kind", "clipped", "count_calls", "decode",
+           "get_parser", "json_values", "line_value", "module_name", "reason", "repo_path",
+           "require"]
