@@ -150,8 +150,8 @@ def test_no_statement_is_true_only_because_nothing_was_measured(golden: dict[str
 
     unnamed = copy.deepcopy(golden)
     unnamed["suite"]["tool_under_test"] = None
-    assert tables.leaders_statement(unnamed) == ("The suite names no tool under test: the table "
-                                                 "compares the arms with one another.")
+    assert leaders.leaders_statement(unnamed) == ("The suite names no tool under test: the table "
+                                                  "compares the arms with one another.")
 
 
 def test_an_empty_truth_list_reads_none(golden: dict[str, Any], document: str) -> None:
