@@ -16,7 +16,7 @@ LABEL_RECIPE = "sandbench.recipe"
 LABEL_STAGE = "sandbench.stage"
 LABEL_TEMPORARY = "sandbench.temporary"
 # One random value per create call: the engine may have made the container when its answer
-# was lost, and this finds it (orchestrator/engine.py).
+# was lost, and this finds it (orchestrator/engine/client.py).
 LABEL_CREATE = "sandbench.create"
 
 
