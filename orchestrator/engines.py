@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from orchestrator import guards, log, remote
+from orchestrator import guards, log, placement, remote
 from orchestrator.engine import Engine, engine_address, tls_config
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.images import ImageLock, transfer
@@ -205,7 +205,7 @@ def preflight(member: Member, settings: Settings, run_id: str, user: str, exec_p
                        helper=HelperFile(Path(host.helper_path) if host and host.helper_path
                                          else helper, digest),
                        workdir="/", exec_path=exec_path)
-    with Sandbox(member.engine, spec, member.id, host.helper_digest if host else None) as box:
+    with Sandbox(member.engine, spec, member.id, placement.mounted_helper(member)) as box:
         return box.verify(folder)
 
 
