@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from orchestrator import guards, log, placement, remote
+from orchestrator import guards, log, remote
 from orchestrator.engine import Engine, engine_address, tls_config
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.images import ImageLock, transfer
+from orchestrator.placement import mounted_helper
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import HelperFile, SandboxSpec
 from orchestrator.settings import Settings
@@ -205,7 +206,7 @@ def preflight(member: Member, settings: Settings, run_id: str, user: str, exec_p
                        helper=HelperFile(Path(host.helper_path) if host and host.helper_path
                                          else helper, digest),
                        workdir="/", exec_path=exec_path)
-    with Sandbox(member.engine, spec, member.id, placement.mounted_helper(member)) as box:
+    with Sandbox(member.engine, spec, member.id, mounted_helper(member)) as box:
         return box.verify(folder)
 
 

@@ -10,7 +10,8 @@ Layout of a run directory (everything later stages read; nothing else is needed)
     arms/ARM/state.json              what the arm wrote: corpus-copy changes, state and out
                                      files, where each listing was cut
     work/ARM/{corpus,state,out}.ext4 the arm's private, size-bounded file systems, mounted at
-                                     work/ARM/{corpus,state,out} only during the run
+                                     work/ARM/{corpus,state,out} only during the run (on an
+                                     engine of another host: in the run's work volume there)
     pin-lines.json                   line counts at the pin, read from the pristine copy
     log.jsonl                        structured log
 
