@@ -26,6 +26,7 @@ from orchestrator import guards, log, remote
 from orchestrator.engine import Engine, engine_address, tls_config
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.images import ImageLock, transfer
+from orchestrator.placement import mounted_helper
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import HelperFile, make
 from orchestrator.settings import Settings
@@ -203,7 +204,7 @@ def preflight(member: Member, settings: Settings, run_id: str, user: str, exec_p
     spec = make(run_id, None, image_id=lock.image_id("base"), tool_version="", user=user,
                 helper=HelperFile(Path(host.helper_path) if host and host.helper_path
                                   else helper, digest), exec_path=exec_path)
-    with Sandbox(member.engine, spec, member.id, host.helper_digest if host else None) as box:
+    with Sandbox(member.engine, spec, member.id, mounted_helper(member)) as box:
         return box.verify(folder)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Final
+from typing import IO, Any, Final
 
 from orchestrator.untrusted import decode as untrusted
 from orchestrator.untrusted.errors import HostileInput
@@ -156,7 +156,7 @@ def parse_probe(payload: bytes) -> dict[str, Any]:
 class _CappedSink:
     """Writes at most `cap` bytes to a sink and hashes exactly what it wrote."""
 
-    def __init__(self, sink: BinaryIO, cap: int) -> None:
+    def __init__(self, sink: IO[bytes], cap: int) -> None:
         self.sink = sink
         self.cap = cap
         self.received = 0
@@ -177,7 +177,7 @@ class _CappedSink:
 class _Decoder:
     """Frame state machine. Feed it chunks; after the first protocol error it ignores input."""
 
-    def __init__(self, stdout_sink: BinaryIO, stderr_sink: BinaryIO, cap_bytes: int) -> None:
+    def __init__(self, stdout_sink: IO[bytes], stderr_sink: IO[bytes], cap_bytes: int) -> None:
         self.sinks = {FRAME_STDOUT[0]: _CappedSink(stdout_sink, cap_bytes),
                       FRAME_STDERR[0]: _CappedSink(stderr_sink, cap_bytes)}
         self.header = bytearray()
@@ -277,7 +277,7 @@ class _Decoder:
                            protocol_error=self.error)
 
 
-def decode_exec_stream(chunks: Iterable[bytes], stdout_sink: BinaryIO, stderr_sink: BinaryIO,
+def decode_exec_stream(chunks: Iterable[bytes], stdout_sink: IO[bytes], stderr_sink: IO[bytes],
                        cap_bytes: int) -> DecodedExec:
     """Decode one helper stream, writing at most `cap_bytes` of tool output to each sink.
 

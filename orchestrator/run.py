@@ -10,15 +10,14 @@ Layout of a run directory (everything later stages read; nothing else is needed)
     arms/ARM/state.json              what the arm wrote: corpus-copy changes, state and out
                                      files, where each listing was cut
     work/ARM/{corpus,state,out}.ext4 the arm's private, size-bounded file systems, mounted at
-                                     work/ARM/{corpus,state,out} only during the run
+                                     work/ARM/{corpus,state,out} only during the run (on an
+                                     engine of another host: in the run's work volume there)
     pin-lines.json                   line counts at the pin, read from the pristine copy
     log.jsonl                        structured log
 
-Every arm's sandbox is made and verified before the first measured command of any arm, so no
-container start or corpus copy runs beside a measured tool. A cell counts as done only when
-its record.json exists and describes the streams beside it, so a resume runs exactly the
-cells without one, and an interrupted cell leaves nothing behind that could be mistaken for
-one. Cells are made durable in one sync at the end of each arm, not one fsync each.
+The stages: the plan (here), every engine and arm made ready (orchestrator/prepare.py, each
+arm where its placement puts it: orchestrator/placement), the cells measured
+(orchestrator/cells.py), the run document kept up to date throughout (here).
 """
 
 from __future__ import annotations
@@ -28,25 +27,20 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import (arms, cleanup, corpus, engines, images, log, mcp, pinlines, remote,
-                          rundir, rundoc, suite, workfs)
+from orchestrator import (arms, cells, cleanup, corpus, engines, images, log, pinlines,
+                          prepare, rundir, rundoc, suite, workfs)
 from orchestrator.engine import Engine
-from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
-from orchestrator.fsutil import atomic_write_json, atomic_write_text, read_json, sync_filesystem
+from orchestrator.errors import EngineError, InputError, SandbenchError
+from orchestrator.fsutil import atomic_write_text
 from orchestrator.images import ImageLock
-from orchestrator.sandbox import Sandbox
-from orchestrator.rundoc import SETUP_CELL, RunDoc
-from orchestrator.sandbox_spec import EXEC_PATHS, RESIDENT, default_user, for_arm
+from orchestrator.rundoc import RunDoc
+from orchestrator.sandbox_spec import EXEC_PATHS, RESIDENT, default_user
 from orchestrator.settings import Settings
-from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record, streams_intact
-from orchestrator.untrusted import walk
-
-PREPARE_WORKERS = 2  # arms whose sandboxes are made at once; the engine's waits overlap
 
 logger = log.get(__name__)
 
@@ -163,10 +157,10 @@ class _Run:
     stop: threading.Event = field(default_factory=threading.Event)
     # The run's engines by id, and the engine each arm runs on (engines.place).
     members: dict[str, engines.Member] = field(default_factory=dict)
-    placement: dict[str, str] = field(default_factory=dict)
+    engine_of: dict[str, str] = field(default_factory=dict)
 
     def member(self, arm: str) -> engines.Member:
-        return self.members[self.placement[arm]]
+        return self.members[self.engine_of[arm]]
 
 
 def _new_run_doc(r: _Run) -> RunDoc:
@@ -218,32 +212,14 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
         rundoc.write(r.run_dir, data)
         _save_pin_lines(r)
         if members:
-            _place_and_prepare(r, data, on_refused)
+            prepare.place_and_prepare(r, data, on_refused)
         for a in the_plan.available:
-            data.arms[a.name].engine = r.placement[a.name]
+            data.arms[a.name].engine = r.engine_of[a.name]
         rundoc.write(r.run_dir, data)
         for a, outcome in zip(the_plan.available, _run_arms(r, jobs), strict=True):
             data.arms[a.name].ended(**outcome)
     _finish(r, data)
     return r.run_dir
-
-
-def _place_and_prepare(r: _Run, data: RunDoc, on_refused: str) -> None:
-    """Place the arms and make every engine that has some ready; an engine refused on the
-    way has its arms placed again on the others (or the run stops, as the user chose)."""
-    images_of = {a.name: a.spec.image for a in r.plan.available}
-    previous = {a.name: data.arms[a.name].engine for a in r.plan.available}
-    members = list(r.members.values())
-    while True:
-        r.placement = engines.place(list(images_of), members, previous)
-        ready = engines.prepare(members, r.placement, images_of, r.settings, r.run_id,
-                                default_user(), r.exec_path, r.run_dir, on_refused)
-        for m in members:
-            data.engine_prepared(m.facts, m.refused, m.imported,
-                                 (m.host.work_volume, m.host.helper_path) if m.host else None)
-        if ready:
-            break
-    _check_engine_images(r, data)
 
 
 def _startable_plan(engine: Engine, settings: Settings, suite_name: str,
@@ -304,7 +280,7 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
     if not members:
         members = [engines.Member(engine.address, engine, engines.facts(engine, engine.address))]
     r.members = {m.id: m for m in members}
-    r.placement = {a.name: members[0].id for a in the_plan.available}
+    r.engine_of = {a.name: members[0].id for a in the_plan.available}
     if resume is None:
         return r, _new_run_doc(r)
     rundoc.check_resumable(previous, run_dir, the_plan.suite, the_plan.arms)
@@ -317,37 +293,15 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
     return r, previous
 
 
-def _check_engine_images(r: _Run, data: RunDoc) -> None:
-    """A resumed arm continues only with the image its cells ran: every recorded cell's
-    image id must be the locked one, and so must the engine's image under the locked tag."""
-    source = rundoc.path(r.run_dir)
-    lock = ImageLock.load(r.settings.images_lock)
-    for a in r.plan.available:
-        member = r.member(a.name)
-        for path in sorted((r.run_dir / "cells" / a.name).glob("**/" + RECORD_NAME)):
-            rec = read_record(path)
-            if rec.image_id != a.image_id:
-                raise InputError.bad_value(path, "image_id", str(a.image_id), rec.image_id,
-                                           fix=f"the cell ran another image than arm {a.name!r} "
-                                               "has now; start a new run")
-        tag = lock.images.get(a.spec.image, {}).get("tag")
-        found = member.engine.image_id(tag) if tag else None
-        if found is not None and found != a.image_id:
-            raise InputError.bad_value(source, f"arms.{a.name}.image_id", str(a.image_id),
-                                       found, fix=f"engine {member.url} ({member.id}) has "
-                                       f"{tag} as another image: the arm's engine changed "
-                                       "image id; start a new run")
-
-
 def _run_arms(r: _Run, jobs: int) -> list[dict[str, Any]]:
     """Every available arm's sandbox made first, then every arm measured, `jobs` at a time;
     the first failure stops the others, and every sandbox made is taken down."""
-    prepared = _prepare_arms(r)
+    prepared = prepare.prepare_arms(r)
     try:
         if jobs <= 1:
-            return [_run_arm(r, p) for p in prepared]
+            return [cells.run_arm(r, p) for p in prepared]
         with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="arm") as pool:
-            futures = [pool.submit(_run_arm, r, p) for p in prepared]
+            futures = [pool.submit(cells.run_arm, r, p) for p in prepared]
             try:
                 return [f.result() for f in futures]
             except BaseException as first:
@@ -377,7 +331,7 @@ def _status_on_failure(r: _Run, data: RunDoc) -> Iterator[None]:
             raise SandbenchError(f"the bench root {r.settings.bench_root} is full",
                                  why=str(exc), fix=f"free space, then: {resume_fix}") from exc
         raise
-    except (EngineError, SandboxLost) as exc:
+    except (EngineError, cells.SandboxLost) as exc:
         rundoc.write_status(r.run_dir, data, rundoc.FAILED)
         raise SandbenchError(exc.what, why=exc.why,
                              fix=f"once the engine answers: {resume_fix}") from exc
@@ -399,286 +353,6 @@ def _finish(r: _Run, data: RunDoc) -> None:
                                  f"refetch it ({r.pin.fetch_hint(force=True)})")
 
 
-def _done(cell: Path) -> bool:
-    """A cell is done when its record exists and its streams are the ones it describes,
-    unless the record says the sandbox went away: that is no answer of the tool's. A resume
-    runs the cell again in either case."""
-    path = cell / RECORD_NAME
-    if not path.is_file():
-        return False
-    try:
-        record = read_record(path)
-    except InputError:
-        return False
-    return record.outcome != "sandbox-unavailable" and streams_intact(cell, record)
-
-
-class SandboxLost(SandbenchError):
-    """The container or the engine went away mid-run: stop, keep what is recorded, resume."""
-
-
-def _fresh(cell: Path) -> Path:
-    """A cell directory without a record is an unfinished one: start it again from empty."""
-    walk.remove_tree(cell)
-    return cell
-
-
-def _resumable_work(r: _Run, a: ArmPlan, work: Path, sizes: dict[str, int]) -> bool:
-    """Whether the arm's file systems from an earlier attempt of this run are kept: only
-    once its set-up finished (an index build is not repeated); otherwise they are made anew.
-    On an engine of another host they are looked for there."""
-    if not (_done(r.run_dir / "cells" / a.name / SETUP_CELL) and _corpus_before(r, a).is_file()):
-        return False
-    host = r.member(a.name).host
-    if host is not None:
-        return host.has_filesystems(a.name, list(sizes))
-    return workfs.image_path(work, "corpus").is_file()
-
-
-def _corpus_before(r: _Run, a: ArmPlan) -> Path:
-    return r.run_dir / "arms" / a.name / "corpus-before.json"
-
-
-def _prepare_work(r: _Run, a: ArmPlan, work: Path, kept: bool) -> corpus.Snapshot:
-    """The arm's private corpus copy on its freshly mounted file system, or the copy it
-    already had when its file systems were kept."""
-    if kept:
-        return _load_snapshot(_corpus_before(r, a))
-    corpus.make_arm_copy(r.pristine, work / "corpus", r.pin, owner=default_user())
-    return _save_corpus_before(r, a, corpus.snapshot(work / "corpus"))
-
-
-def _prepare_remote_work(r: _Run, a: ArmPlan, host: remote.EngineHost,
-                         volumes: dict[str, str], kept: bool) -> corpus.Snapshot:
-    """On an engine of another host: the arm's corpus copy made in its file system there
-    and read back (or the copy it already had), and a HOME under /state its user owns."""
-    if kept:
-        return _load_snapshot(_corpus_before(r, a))
-    home = a.spec.env.get("HOME", "")
-    if home.startswith("/state/"):
-        parts = Path(home.removeprefix("/state/")).parts
-        host.seed(volumes["state"], ["/".join(parts[:i + 1]) for i in range(len(parts))],
-                  default_user())
-    copy = host.copy_corpus(r.pristine, volumes["corpus"], default_user(),
-                            r.settings.bench_root / "transfer")
-    return _save_corpus_before(r, a, copy)
-
-
-def _save_corpus_before(r: _Run, a: ArmPlan, snap: corpus.Snapshot) -> corpus.Snapshot:
-    before = _portable(snap)
-    atomic_write_json(_corpus_before(r, a), {p: [e.kind, e.mode, e.size, e.digest]
-                                             for p, e in before.entries.items()})
-    return before
-
-
-def _portable(snap: corpus.Snapshot) -> corpus.Snapshot:
-    """Paths as JSON can hold them: a name that is not UTF-8 (a tool may write one) keeps
-    its undecodable bytes as \\xNN escapes, the same way on every side of a comparison."""
-    return corpus.Snapshot({os.fsencode(p).decode("utf-8", "backslashreplace"): e
-                            for p, e in snap.entries.items()}, snap.cuts)
-
-
-def _load_snapshot(path: Path) -> corpus.Snapshot:
-    raw = read_json(path)
-    return corpus.Snapshot({p: corpus.Entry(*v) for p, v in raw.items()})
-
-
-def _stop_if_lost(r: _Run, a: ArmPlan, rec: ExecRecord) -> None:
-    if rec.outcome == "sandbox-unavailable":
-        raise SandboxLost(f"the sandbox of arm {a.name!r} went away during a cell on engine "
-                          f"{r.member(a.name).url}",
-                          why="the container or the engine stopped; the cell's record says "
-                              "sandbox-unavailable and a resume runs it again",
-                          fix=f"once the engine answers: sandbench run {r.plan.suite.name} "
-                              f"--resume {r.run_dir}")
-
-
-@dataclass
-class _Prepared:
-    """An arm ready to measure: its file systems mounted, its corpus copied, its sandbox
-    started and verified (or refused, and already taken down). `exits` unmounts and removes,
-    whatever happened."""
-    arm: ArmPlan
-    work: Path
-    before: corpus.Snapshot | None
-    box: Sandbox | None
-    refused: str | None
-    exits: ExitStack
-    volumes: dict[str, str] | None = None  # on an engine of another host: its file systems
-
-    def snapshot(self, r: _Run, name: str) -> corpus.Snapshot:
-        """The arm's file system `name` as it is now, where it lives."""
-        if self.volumes is not None:
-            host = r.member(self.arm.name).host
-            assert host is not None
-            return _portable(host.snapshot(self.volumes[name]))
-        return _portable(corpus.snapshot(self.work / name))
-
-
-def _prepare_arms(r: _Run) -> list[_Prepared]:
-    """Every arm's sandbox, `PREPARE_WORKERS` at a time, before any arm's first measured
-    command: no container start or corpus copy then runs beside a measured tool, and the
-    engine's waits overlap. A failure (or Ctrl-C) takes down every sandbox already made."""
-    pool = ThreadPoolExecutor(max_workers=PREPARE_WORKERS, thread_name_prefix="prepare")
-    futures = [pool.submit(_prepare_arm, r, a) for a in r.plan.available]
-    try:
-        return [f.result() for f in futures]
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        for f in futures:
-            if not f.cancelled() and f.exception() is None:
-                f.result().exits.close()
-        raise
-    finally:
-        pool.shutdown(wait=True)
-
-
-def _prepare_arm(r: _Run, a: ArmPlan) -> _Prepared:
-    work = r.run_dir / "work" / a.name
-    sizes = workfs.sizes(a.spec.limits, r.corpus_bytes)
-    kept = _resumable_work(r, a, work, sizes)
-    setup = r.run_dir / "cells" / a.name / SETUP_CELL
-    if not kept and setup.exists():
-        # What the set-up built lived on file systems that are made anew (the arm moved to
-        # another engine, or they were lost): it runs again before any missing cell.
-        logger.info("setup_again", arm=a.name, engine=r.placement[a.name])
-        walk.remove_tree(setup)
-    member = r.member(a.name)
-    host = member.host
-    volumes = None
-    exits = ExitStack()
-    try:
-        lock = ImageLock.load(r.settings.images_lock)
-        if host is None:
-            exits.enter_context(workfs.mounted(work, sizes, fresh=not kept))
-            before = _prepare_work(r, a, work, kept)
-            spec = for_arm(lock, a.spec, r.run_id, work, default_user(), sizes, r.exec_path)
-        else:
-            assert host.helper_path is not None
-            volumes = exits.enter_context(host.filesystems(a.name, sizes, default_user(),
-                                                           fresh=not kept))
-            before = _prepare_remote_work(r, a, host, volumes, kept)
-            spec = for_arm(lock, a.spec, r.run_id, work, default_user(), sizes, r.exec_path,
-                           volumes=volumes, helper_path=Path(host.helper_path))
-        box = exits.enter_context(Sandbox(member.engine, spec, member.id,
-                                          host.helper_digest if host else None))
-        try:
-            box.verify(r.run_dir / "guards" / a.name)
-        except GuardViolation as exc:
-            logger.error("arm_refused", arm=a.name, why=exc.why)
-            exits.close()
-            return _Prepared(a, work, None, None, exc.why, exits, volumes)
-    except BaseException:
-        exits.close()
-        raise
-    return _Prepared(a, work, before, box, None, exits, volumes)
-
-
-def _run_arm(r: _Run, p: _Prepared) -> dict[str, Any]:
-    """One prepared arm: set-up and every cell; then, with every process of the arm's gone
-    and its cells made durable at once, what it wrote is disclosed. Its file systems are
-    unmounted on the way out, whatever happened."""
-    with p.exits:
-        if p.refused is not None:
-            return {"refused": p.refused}
-        assert p.box is not None and p.before is not None
-        _run_cells(r, p.arm, p.box)
-        p.box.remove()
-        sync_filesystem(r.run_dir)
-        summary = {"state_bytes": _disclose_state(r, p.arm, p.before, p.snapshot(r, "corpus"),
-                                                  p.snapshot(r, "state"), p.snapshot(r, "out"))}
-    return summary
-
-
-def _run_cells(r: _Run, a: ArmPlan, box: Sandbox) -> None:
-    """The arm's set-up and every cell not yet recorded, each written without an fsync of
-    its own (the arm's end syncs them all; a resume re-runs a cell whose streams were lost)."""
-    cells = r.run_dir / "cells" / a.name
-    tasks = {t.id: t for t in r.plan.suite.tasks}
-    if a.spec.mcp is not None:
-        _run_mcp_cells(r, a, box, cells, tasks)
-        return
-    if a.spec.setup is not None:
-        setup = cells / SETUP_CELL
-        if not _done(setup):
-            rec = box.exec(list(a.spec.setup.argv), _fresh(setup),
-                           timeout_s=a.spec.setup.timeout_s, durable=False)
-            r.progress(a.name, SETUP_CELL, rec.outcome)
-            _stop_if_lost(r, a, rec)
-    for task_id, rep in a.cells:
-        if r.stop.is_set():
-            raise KeyboardInterrupt
-        cell = cells / task_id / str(rep)
-        if _done(cell):
-            continue
-        task = tasks[task_id]
-        rec = box.exec(a.spec.render(task.kind, task.values), _fresh(cell),
-                       timeout_s=r.plan.suite.timeout_s, durable=False)
-        r.progress(a.name, f"{task_id}/{rep}", rec.outcome)
-        _stop_if_lost(r, a, rec)
-
-
-def _run_mcp_cells(r: _Run, a: ArmPlan, box: Sandbox, cells: Path,
-                   tasks: dict[str, suite.Task]) -> None:
-    """An MCP arm: the set-up session, then per task one session sending its call reps + 1
-    times (cold, then warm on the same server); every REP record is derived from the
-    session's transcript (orchestrator/mcp.py). A task counts as done once all its REP
-    records exist; otherwise its session runs again from empty."""
-    server = a.spec.mcp
-    assert server is not None
-    reps = r.plan.suite.reps
-    timeout_s = r.plan.suite.timeout_s
-    setup = cells / SETUP_CELL
-    if not _done(setup):
-        session_dir = _fresh(setup) / mcp.SESSION
-        argv = mcp.session_argv(server, list(server.setup_calls), timeout_s, box.spec.workdir)
-        rec = box.exec(argv, session_dir, timeout_s=mcp.session_timeout_s(
-            server, len(server.setup_calls), timeout_s))
-        _stop_if_lost(r, a, rec)
-        derived = mcp.setup_record(rec, session_dir, setup, server)
-        r.progress(a.name, SETUP_CELL, derived.outcome)
-    for task_id in dict.fromkeys(task_id for task_id, _ in a.cells):
-        if r.stop.is_set():
-            raise KeyboardInterrupt
-        task_dir = cells / task_id
-        if mcp.done(task_dir, reps):
-            continue
-        task = tasks[task_id]
-        call = a.spec.calls[task.kind].render(task.values)
-        session_dir = _fresh(task_dir) / mcp.SESSION
-        argv = mcp.session_argv(server, [call] * (reps + 1), timeout_s, box.spec.workdir)
-        rec = box.exec(argv, session_dir,
-                       timeout_s=mcp.session_timeout_s(server, reps + 1, timeout_s))
-        _stop_if_lost(r, a, rec)
-        for rep, derived in enumerate(mcp.task_records(rec, session_dir, task_dir, call, reps)):
-            r.progress(a.name, f"{task_id}/{rep}", derived.outcome)
-
-
-def _disclose_state(r: _Run, a: ArmPlan, before: corpus.Snapshot, after: corpus.Snapshot,
-                    state: corpus.Snapshot, out: corpus.Snapshot) -> int:
-    """arms/ARM/state.json: what the arm changed in its corpus copy and wrote to its state
-    and out dirs, complete up to the walk's bounds, and where each listing was cut (null
-    when complete); returns the bytes it added."""
-    changed = corpus.changes(before, after)
-    disclosure = {
-        "corpus_changes": [{"path": c.path, "status": c.status, "kind": c.kind,
-                            "size_before": c.size_before, "size_after": c.size_after,
-                            "in_git": c.in_git} for c in changed],
-        "state_files": sorted([p, e.size] for p, e in state.entries.items() if e.kind == "file"),
-        "state_bytes": sum(e.size for e in state.entries.values() if e.kind == "file"),
-        "corpus_added_bytes": sum(max(c.size_after - c.size_before, 0) for c in changed),
-        "out_files": sorted([p, e.size] for p, e in out.entries.items() if e.kind == "file"),
-        "out_bytes": sum(e.size for e in out.entries.values() if e.kind == "file"),
-        "corpus_cut": after.cut_json(), "state_cut": state.cut_json(), "out_cut": out.cut_json(),
-        # Files with holes, digested by their allocated extents (their size is apparent).
-        "sparse_files": {name: sorted(p for p, e in snap.entries.items()
-                                      if e.digest.startswith(walk.SPARSE_PREFIX))
-                         for name, snap in (("corpus", after), ("state", state), ("out", out))},
-    }
-    atomic_write_json(r.run_dir / "arms" / a.name / "state.json", disclosure)
-    return disclosure["state_bytes"] + disclosure["corpus_added_bytes"]
-
-
 def _save_pin_lines(r: _Run) -> None:
     """The line index reach is scored against, read (and verified object by object) from
     the pristine copy, never from an arm's copy (git there would run what the arm wrote
@@ -686,6 +360,7 @@ def _save_pin_lines(r: _Run) -> None:
     path = r.run_dir / pinlines.PIN_LINES
     if path.is_file():
         return
+    assert r.pin.sha is not None  # verified at the pin (_verified_corpus) before the run
     index = pinlines.load_index(r.run_dir, r.pin.sha, r.pristine)
     if index.available:  # else unverifiable, and the scorer says so
         atomic_write_text(path, pinlines.pin_lines_text(index))

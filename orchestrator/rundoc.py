@@ -242,14 +242,13 @@ class RunDoc:
     schema: str = RUN_SCHEMA
 
     def engine_prepared(self, facts: dict[str, Any], refused: str | None,
-                        imported: dict[str, float],
-                        remote: tuple[str | None, str | None] | None) -> None:
-        """An engine of a multi-engine run made ready (or refused); `remote` is its work
-        volume and helper path when it is another host's."""
+                        imported: dict[str, float], placed: Mapping[str, str | None]) -> None:
+        """An engine of a multi-engine run made ready (or refused); `placed` is what its
+        placement records of where the run lives there (placement.engine_facts: the work
+        volume and helper path on another host, nothing on this one)."""
         record = EngineRecord.from_facts(facts)
-        work_volume, helper_path = remote or (None, None)
-        record.preparation = Preparation(refused, imported, work_volume, helper_path,
-                                         remote is not None)
+        record.preparation = Preparation(refused, imported, placed.get("work_volume"),
+                                         placed.get("helper_path"), bool(placed))
         self.engines = {**(self.engines or {}), record.id: record}
 
     def resumed(self, facts: Sequence[dict[str, Any]]) -> None:

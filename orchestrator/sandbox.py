@@ -11,18 +11,16 @@ container and frames its output so the tool cannot forge the figures.
 
 from __future__ import annotations
 
-import errno
-import hashlib
 import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from orchestrator import execproto, guards, isolation, labels, log, sandbox_spec, workfs
+from orchestrator import execproto, guards, isolation, labels, log, placement, sandbox_spec
 from orchestrator.engine import AttachChannel, Engine, ExecStream
 from orchestrator.errors import EngineError, GuardViolation, SandbenchError
 from orchestrator.sandbox_spec import HELPER, MIB, SandboxSpec
@@ -38,13 +36,13 @@ class Sandbox:
     """A started container; removed by id on exit, even when starting failed half-way."""
 
     def __init__(self, engine: Engine, spec: SandboxSpec, engine_id: str | None = None,
-                 helper_digest: Callable[[], str | None] | None = None) -> None:
+                 helper: placement.MountedHelper | None = None) -> None:
         self.engine = engine
         self.spec = spec
         self.engine_id = engine_id  # named in every record this sandbox writes
-        # On an engine of another host the helper is that host's file: its digest is read
-        # back from there (orchestrator/remote.py) instead of hashing a file here.
-        self.helper_digest = helper_digest
+        # How the engine mounts the helper, and its digest guarded across the start: the
+        # engine's placement's (the engine on this host's when not given).
+        self.helper = helper if helper is not None else placement.mounted_helper()
         self.container_id: str | None = None
         self.policy: guards.GuardPolicy | None = None
         self.host: dict[str, Any] = {}
@@ -71,54 +69,15 @@ class Sandbox:
                            error=err.what)
 
     def start(self) -> None:
-        """Create and start the container. When the host's helper cannot even be opened no
-        container is made, and `verify` refuses the arm on the helper's guard."""
-        for path, within in sandbox_spec.writable_dirs(self.spec):
-            workfs.prepare_writable(path, self.spec.user, within)
+        """Create and start the container where its placement mounts the helper. When the
+        helper cannot even be read no container is made, and `verify` refuses the arm on
+        the helper's guard."""
         image = self.engine.inspect_image(self.spec.image_id)
         image_env = image.get("Config", {}).get("Env") or []
         self.policy = self._policy(image["Id"], image_env)
-        source = self.spec.helper.source
-        if self.helper_digest is not None:
-            self._start_with_remote_helper()
-            return
-        try:
-            helper = open(source, "rb")  # noqa: SIM115 - held open across the start
-        except OSError as exc:
-            self.host = guards.helper_facts(source, None, _errno_text(exc))
-            logger.error("helper_unreadable", arm=self.spec.arm, path=str(source),
-                         error=str(exc))
-            return
-        with helper:
-            # The digest is of the file the engine mounted: the one opened before the start,
-            # and still the one at the path after it.
-            opened = os.fstat(helper.fileno())
-            self._create_and_start()
-            digest = hashlib.file_digest(helper, "sha256").hexdigest()
-            try:
-                now = os.stat(source)
-                same = (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino)
-            except OSError:
-                same = False
-            self.host = guards.helper_facts(source, digest, None if same else
-                                            "replaced while the sandbox started")
-        logger.info("sandbox_started", arm=self.spec.arm, container=self.container_id[:12])
-
-    def _start_with_remote_helper(self) -> None:
-        """The start on an engine of another host: the helper's digest read from that host
-        before and after the start must agree, as the opened file's must here."""
-        assert self.helper_digest is not None
-        source = self.spec.helper.source
-        before = self.helper_digest()
-        if before is None:
-            self.host = guards.helper_facts(source, None, "unreadable on the engine's host")
-            logger.error("helper_unreadable", arm=self.spec.arm, path=str(source))
-            return
-        self._create_and_start()
-        after = self.helper_digest()
-        self.host = guards.helper_facts(source, after, None if after == before else
-                                        "replaced while the sandbox started")
-        logger.info("sandbox_started", arm=self.spec.arm, container=self.container_id[:12])
+        self.host = self.helper.start(self.spec, self._create_and_start)
+        if self.container_id is not None:
+            logger.info("sandbox_started", arm=self.spec.arm, container=self.container_id[:12])
 
     def _create_and_start(self) -> None:
         self.container_id = self.engine.create_container(
@@ -189,7 +148,8 @@ class Sandbox:
     def _probe(self, port: int) -> dict[str, Any]:
         argv = [HELPER, "probe", "--connect", f"127.0.0.1:{port}",
                 "--lookup", guards.PROBE_LOOKUP, "--write", guards.PROBE_WRITE]
-        decoded, _, _ = self._exec_stream(argv, None, None, 1 << 20, timeout_s=30)
+        with open(os.devnull, "wb") as discard:  # the report is in the frames, not the streams
+            decoded, _, _ = self._exec_stream(argv, discard, discard, 1 << 20, timeout_s=30)
         if decoded.probe is None:
             raise SandbenchError(f"probe in {self.spec.arm!r} gave no report",
                                  why=decoded.protocol_error or "; ".join(decoded.helper_errors))
@@ -261,8 +221,9 @@ class Sandbox:
         write_record(cell_dir, record, durable=durable)
         return record
 
-    def _exec_stream(self, argv: list[str], stdout_sink: Any, stderr_sink: Any, cap: int,
-                     timeout_s: float) -> tuple[execproto.DecodedExec, int, dict[str, Any]]:
+    def _exec_stream(self, argv: list[str], stdout_sink: IO[bytes], stderr_sink: IO[bytes],
+                     cap: int, timeout_s: float
+                     ) -> tuple[execproto.DecodedExec, int, dict[str, Any]]:
         """One command through the resident channel, or one `docker exec`: the helper's
         framed stdout is decoded as it arrives; a watchdog kills the container if the
         in-container timeout itself fails (the host backstop)."""
@@ -297,9 +258,7 @@ class Sandbox:
 
         watchdog.start()
         try:
-            sink_out = stdout_sink if stdout_sink is not None else _Discard()
-            sink_err = stderr_sink if stderr_sink is not None else _Discard()
-            decoded = execproto.decode_exec_stream(frames(), sink_out, sink_err, cap)
+            decoded = execproto.decode_exec_stream(frames(), stdout_sink, stderr_sink, cap)
             watchdog.cancel()
             helper_exit = stream.exit_code()
             bracket = time.monotonic_ns() - began
@@ -349,16 +308,6 @@ def _stream_info(name: str, result: dict[str, Any], kept: int, sha256: str) -> S
     total = result.get(f"{name}_bytes", kept)
     return StreamInfo(name, total, kept, bool(result.get(f"{name}_truncated")) or total > kept,
                       sha256)
-
-
-class _Discard:
-    def write(self, data: bytes) -> int:
-        return len(data)
-
-
-def _errno_text(exc: OSError) -> str:
-    name = errno.errorcode.get(exc.errno or 0, "OSError")
-    return f"{name}: {exc.strerror or exc}"
 
 
 def _merge_env(image_env: list[str], declared: dict[str, str]) -> list[str]:

@@ -1,0 +1,165 @@
+"""The measuring stage: a prepared arm's set-up and every cell of it not yet recorded, run
+in its sandbox; then, with every process of the arm's gone, what it wrote disclosed.
+
+A cell counts as done only when its record.json exists and describes the streams beside
+it, so a resume runs exactly the cells without one, and an interrupted cell leaves nothing
+behind that could be mistaken for one. Cells are made durable in one sync at the end of
+each arm, not one fsync each.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from orchestrator import corpus, mcp, suite
+from orchestrator.errors import InputError, SandbenchError
+from orchestrator.fsutil import atomic_write_json, sync_filesystem
+from orchestrator.rundoc import SETUP_CELL
+from orchestrator.sandbox import Sandbox
+from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record, streams_intact
+from orchestrator.untrusted import walk
+
+if TYPE_CHECKING:
+    from orchestrator.prepare import Prepared
+    from orchestrator.run import ArmPlan, _Run
+
+
+
+class SandboxLost(SandbenchError):
+    """The container or the engine went away mid-run: stop, keep what is recorded, resume."""
+
+
+def done(cell: Path) -> bool:
+    """A cell is done when its record exists and its streams are the ones it describes,
+    unless the record says the sandbox went away: that is no answer of the tool's. A resume
+    runs the cell again in either case."""
+    path = cell / RECORD_NAME
+    if not path.is_file():
+        return False
+    try:
+        record = read_record(path)
+    except InputError:
+        return False
+    return record.outcome != "sandbox-unavailable" and streams_intact(cell, record)
+
+
+def _fresh(cell: Path) -> Path:
+    """A cell directory without a record is an unfinished one: start it again from empty."""
+    walk.remove_tree(cell)
+    return cell
+
+
+def _stop_if_lost(r: _Run, a: ArmPlan, rec: ExecRecord) -> None:
+    if rec.outcome == "sandbox-unavailable":
+        raise SandboxLost(f"the sandbox of arm {a.name!r} went away during a cell on engine "
+                          f"{r.member(a.name).url}",
+                          why="the container or the engine stopped; the cell's record says "
+                              "sandbox-unavailable and a resume runs it again",
+                          fix=f"once the engine answers: sandbench run {r.plan.suite.name} "
+                              f"--resume {r.run_dir}")
+
+
+def run_arm(r: _Run, p: Prepared) -> dict[str, Any]:
+    """One prepared arm: set-up and every cell; then, with every process of the arm's gone
+    and its cells made durable at once, what it wrote is disclosed. Its file systems are
+    taken down on the way out, whatever happened."""
+    with p.exits:
+        if p.refused is not None:
+            return {"refused": p.refused}
+        assert p.box is not None and p.before is not None
+        _run_cells(r, p.arm, p.box)
+        p.box.remove()
+        sync_filesystem(r.run_dir)
+        summary = {"state_bytes": _disclose_state(r, p.arm, p.before, p.snapshot("corpus"),
+                                                  p.snapshot("state"), p.snapshot("out"))}
+    return summary
+def _run_cells(r: _Run, a: ArmPlan, box: Sandbox) -> None:
+    """The arm's set-up and every cell not yet recorded, each written without an fsync of
+    its own (the arm's end syncs them all; a resume re-runs a cell whose streams were lost)."""
+    cells = r.run_dir / "cells" / a.name
+    tasks = {t.id: t for t in r.plan.suite.tasks}
+    if a.spec.mcp is not None:
+        _run_mcp_cells(r, a, box, cells, tasks)
+        return
+    if a.spec.setup is not None:
+        setup = cells / SETUP_CELL
+        if not done(setup):
+            rec = box.exec(list(a.spec.setup.argv), _fresh(setup),
+                           timeout_s=a.spec.setup.timeout_s, durable=False)
+            r.progress(a.name, SETUP_CELL, rec.outcome)
+            _stop_if_lost(r, a, rec)
+    for task_id, rep in a.cells:
+        if r.stop.is_set():
+            raise KeyboardInterrupt
+        cell = cells / task_id / str(rep)
+        if done(cell):
+            continue
+        task = tasks[task_id]
+        rec = box.exec(a.spec.render(task.kind, task.values), _fresh(cell),
+                       timeout_s=r.plan.suite.timeout_s, durable=False)
+        r.progress(a.name, f"{task_id}/{rep}", rec.outcome)
+        _stop_if_lost(r, a, rec)
+
+
+def _run_mcp_cells(r: _Run, a: ArmPlan, box: Sandbox, cells: Path,
+                   tasks: dict[str, suite.Task]) -> None:
+    """An MCP arm: the set-up session, then per task one session sending its call reps + 1
+    times (cold, then warm on the same server); every REP record is derived from the
+    session's transcript (orchestrator/mcp.py). A task counts as done once all its REP
+    records exist; otherwise its session runs again from empty."""
+    server = a.spec.mcp
+    assert server is not None
+    reps = r.plan.suite.reps
+    timeout_s = r.plan.suite.timeout_s
+    setup = cells / SETUP_CELL
+    if not done(setup):
+        session_dir = _fresh(setup) / mcp.SESSION
+        argv = mcp.session_argv(server, list(server.setup_calls), timeout_s, box.spec.workdir)
+        rec = box.exec(argv, session_dir, timeout_s=mcp.session_timeout_s(
+            server, len(server.setup_calls), timeout_s))
+        _stop_if_lost(r, a, rec)
+        derived = mcp.setup_record(rec, session_dir, setup, server)
+        r.progress(a.name, SETUP_CELL, derived.outcome)
+    for task_id in dict.fromkeys(task_id for task_id, _ in a.cells):
+        if r.stop.is_set():
+            raise KeyboardInterrupt
+        task_dir = cells / task_id
+        if mcp.done(task_dir, reps):
+            continue
+        task = tasks[task_id]
+        call = a.spec.calls[task.kind].render(task.values)
+        session_dir = _fresh(task_dir) / mcp.SESSION
+        argv = mcp.session_argv(server, [call] * (reps + 1), timeout_s, box.spec.workdir)
+        rec = box.exec(argv, session_dir,
+                       timeout_s=mcp.session_timeout_s(server, reps + 1, timeout_s))
+        _stop_if_lost(r, a, rec)
+        for rep, derived in enumerate(mcp.task_records(rec, session_dir, task_dir, call, reps)):
+            r.progress(a.name, f"{task_id}/{rep}", derived.outcome)
+
+
+def _disclose_state(r: _Run, a: ArmPlan, before: corpus.Snapshot, after: corpus.Snapshot,
+                    state: corpus.Snapshot, out: corpus.Snapshot) -> int:
+    """arms/ARM/state.json: what the arm changed in its corpus copy and wrote to its state
+    and out dirs, complete up to the walk's bounds, and where each listing was cut (null
+    when complete); returns the bytes it added."""
+    changed = corpus.changes(before, after)
+    disclosure: dict[str, Any] = {
+        "corpus_changes": [{"path": c.path, "status": c.status, "kind": c.kind,
+                            "size_before": c.size_before, "size_after": c.size_after,
+                            "in_git": c.in_git} for c in changed],
+        "state_files": sorted([p, e.size] for p, e in state.entries.items() if e.kind == "file"),
+        "state_bytes": sum(e.size for e in state.entries.values() if e.kind == "file"),
+        "corpus_added_bytes": sum(max(c.size_after - c.size_before, 0) for c in changed),
+        "out_files": sorted([p, e.size] for p, e in out.entries.items() if e.kind == "file"),
+        "out_bytes": sum(e.size for e in out.entries.values() if e.kind == "file"),
+        "corpus_cut": after.cut_json(), "state_cut": state.cut_json(), "out_cut": out.cut_json(),
+        # Files with holes, digested by their allocated extents (their size is apparent).
+        "sparse_files": {name: sorted(p for p, e in snap.entries.items()
+                                      if e.digest.startswith(walk.SPARSE_PREFIX))
+                         for name, snap in (("corpus", after), ("state", state), ("out", out))},
+    }
+    atomic_write_json(r.run_dir / "arms" / a.name / "state.json", disclosure)
+    return disclosure["state_bytes"] + disclosure["corpus_added_bytes"]
+
+
