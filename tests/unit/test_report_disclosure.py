@@ -116,10 +116,11 @@ def test_a_suite_without_devscout_discloses_its_own_tool_and_never_devscout() ->
     env = disclosure(run, "rg", {"rg": "available", "serena": "available"},
                      {"rg": True, "serena": True}, [], [], tool_under_test="serena")
     assert env["tool_version"] == "serena 2.1.0"
-    assert env["build"] == "image serena (sha256:dddddddddddd) from the pinned recipe images/serena/"
+    assert env["build"] == ("image serena (sha256:dddddddddddd) from the pinned recipe "
+                            "images/serena/")
     assert env["isolation"] == ("its state under bench/runs/r/work/serena/state/ (mounted at "
                                 "/state); its environment names no path there")
-    assert "devscout" not in str(env) and "ripgrep 14.1.0" == env["baseline"]
+    assert "devscout" not in str(env) and env["baseline"] == "ripgrep 14.1.0"
 
 
 def test_a_suite_naming_no_tool_under_test_says_so() -> None:
