@@ -28,10 +28,25 @@ def module_file(root: Path, module: str) -> Path | None:
     return None
 
 
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of `body`, nested ones included (in functions, classes, branches,
+    handlers, match cases): an import is a statement, so no expression needs a visit."""
+    stack: list[ast.stmt] = list(reversed(body))
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for item in getattr(stmt, name, None) or ():
+                if isinstance(item, ast.stmt):
+                    stack.append(item)
+                elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                    stack.extend(item.body)
+
+
 def _imported(tree: ast.Module, module: str, is_package: bool) -> Iterator[str]:
     """Every module name an import statement of `tree` may load, absolute: for `from A import
     b`, both A and A.b (b is a submodule or a name inside A; the caller keeps what exists)."""
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -43,6 +58,20 @@ def _imported(tree: ast.Module, module: str, is_package: bool) -> Iterator[str]:
                 base = f"{anchor}.{base}" if base else anchor
             yield base
             yield from (f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+
+
+# What each source file imports, by (module, file, mtime, size): a process that seals or
+# verifies several suites parses each file once.
+_IMPORTS: dict[tuple[str, Path, int, int], tuple[str, ...]] = {}
+
+
+def _imports_of(module: str, file: Path) -> tuple[str, ...]:
+    stat = file.stat()
+    key = (module, file, stat.st_mtime_ns, stat.st_size)
+    if (known := _IMPORTS.get(key)) is None:
+        tree = ast.parse(file.read_bytes(), filename=str(file))
+        known = _IMPORTS[key] = tuple(_imported(tree, module, file.name == "__init__.py"))
+    return known
 
 
 def module_files(root: Path, entry: str, *, package: str = "orchestrator",
@@ -64,6 +93,5 @@ def module_files(root: Path, entry: str, *, package: str = "orchestrator",
         found[module] = file
         parts = module.split(".")
         todo += [".".join(parts[:i]) for i in range(1, len(parts))]
-        tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
-        todo += _imported(tree, module, file.name == "__init__.py")
+        todo += _imports_of(module, file)
     return sorted(found.values())

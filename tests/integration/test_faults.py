@@ -4,6 +4,7 @@ ends up recorded exactly once, classified when it failed, and a stopped run resu
 from __future__ import annotations
 
 import json
+import re
 import os
 import random
 import shutil
@@ -40,7 +41,12 @@ def _only_arms(settings: Settings, arms: list[str], baseline: str = "rg") -> Non
     text = path.read_text()
     start = text.index("arms = [")
     end = text.index("]", start) + 1
-    path.write_text(text[:start] + "arms = " + json.dumps(arms) + text[end:])
+    text = text[:start] + "arms = " + json.dumps(arms) + text[end:]
+    # The tool under test must be one of the arms: a narrowed suite without it names none.
+    tool = re.search(r'^tool_under_test = "([^"]*)"\n', text, re.M)
+    if tool and tool[1] not in arms:
+        text = text.replace(tool[0], "")
+    path.write_text(text)
     suite.seal(suite.load_suite(settings.suites_dir, "demo"), settings)
 
 

@@ -116,7 +116,8 @@ def test_a_suite_without_devscout_discloses_its_own_tool_and_never_devscout() ->
     env = disclosure(run, "rg", {"rg": "available", "serena": "available"},
                      {"rg": True, "serena": True}, [], [], tool_under_test="serena")
     assert env["tool_version"] == "serena 2.1.0"
-    assert env["build"] == "image serena (sha256:dddddddddddd) from the pinned recipe images/serena/"
+    assert env["build"] == ("image serena (sha256:dddddddddddd) from the pinned recipe "
+                            "images/serena/")
     assert env["isolation"] == ("its state under bench/runs/r/work/serena/state/ (mounted at "
                                 "/state); its environment names no path there")
     assert "devscout" not in str(env) and env["baseline"] == "ripgrep 14.1.0"
@@ -172,3 +173,16 @@ def test_a_one_engine_run_discloses_its_host_as_before() -> None:
                      {"rg": True, "ast-grep": True}, [], [], tool_under_test="ast-grep")
     assert env["host"] == "x86_64 host, idleness not recorded; 2 cores, 8.0 GiB RAM"
     assert not any("Docker engines" in d for d in env["deviations"])
+
+
+def test_a_scored_suite_without_devscout_opens_with_its_own_tool(tmp_path: Path) -> None:
+    """Scored end to end: the block's first tool lines are the declared tool under test's,
+    from its own run record and environment; devscout is named nowhere in the block."""
+    b = RunBuilder(tmp_path, arms=[Arm("rg", tool_version="ripgrep 13.0.0"),
+                                   Arm("peer", tool_version="peer 1.2.3")],
+                   tool_under_test="peer").build()
+    scores, _ = compute(b.run_dir, b.suite_dir)
+    text = block(scores["environment"])
+    assert "devscout" not in text and scores["suite"]["tool_under_test"] == "peer"
+    assert "Tool version peer 1.2.3" in text.splitlines()
+    assert f"Isolation HOME redirected under bench/runs/{RUN_ID}/work/peer/state/" in text
