@@ -138,6 +138,13 @@ def _tagged(exc: HostileInput, what: str) -> HostileInput:
     return HostileInput(exc.kind, f"{what}: {exc.message}", what=what, **exc.data)
 
 
+def _past_space(text: str, pos: int) -> int:
+    """The first offset at or after `pos` that is not whitespace."""
+    match = _SPACE.match(text, pos)
+    assert match is not None  # \s* matches the empty string at any offset
+    return match.end()
+
+
 def loads(data: bytes | str, *, what: str, unique_keys: bool = False) -> Any:
     """One JSON document (bytes must be UTF-8), within every bound; `what` names it in an
     error ("code-review-graph stdout", "MCP frame", "result frame"). With `unique_keys` an
@@ -146,12 +153,12 @@ def loads(data: bytes | str, *, what: str, unique_keys: bool = False) -> Any:
     _check_depth(text, what)
     decoder = _STRICT if unique_keys else _DECODER
     try:
-        value, end = decoder.raw_decode(text, _SPACE.match(text).end())
+        value, end = decoder.raw_decode(text, _past_space(text, 0))
     except json.JSONDecodeError as exc:
         raise _not_json(exc, what) from None
     except HostileInput as exc:
         raise _tagged(exc, what) from None
-    end = _SPACE.match(text, end).end()
+    end = _past_space(text, end)
     if end != len(text):
         raise HostileInput("not-json", f"{what}: extra data after the JSON value at character "
                            f"{end}", what=what, at=end)
@@ -166,7 +173,7 @@ def json_values(data: bytes | str, *, what: str) -> Iterator[Any]:
     _check_depth(text, what)
     index, end = 0, len(text)
     while True:
-        index = _SPACE.match(text, index).end()
+        index = _past_space(text, index)
         if index == end:
             return
         try:
