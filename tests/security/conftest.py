@@ -41,7 +41,7 @@ SECURITY = Path(__file__).resolve().parent
 REPO = SECURITY.parents[1]
 HOSTILE_RECIPES = ("hostile", "hostile-helper", "hostile-health", "hostile-volume",
                    "hostile-mcp")
-REAL_RECIPES = ("base", "probe", "rg", "mcp")
+REAL_RECIPES = ("base", "probe", "rg", "python", "mcp")  # python: the parent of mcp
 TASKS = ("references-money-csharp", "references-stock-level")  # sorted: the cell order
 SUITE_TIMEOUT_S = 30
 FLOOD_STDOUT = 8 << 30
