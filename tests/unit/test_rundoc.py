@@ -168,11 +168,12 @@ def test_a_prepared_engine_is_recorded_as_the_run_recorded_it() -> None:
     doc = rundoc.read(GOLDEN)
     facts = dict(next(iter(_golden()["engines"].values())))
     imported = {"rg": 2.5}
-    doc.engine_prepared(facts, None, imported, None)
+    doc.engine_prepared(facts, None, imported, {})
     assert doc.to_json()["engines"][facts["id"]] == {**facts, "refused": None,
                                                      "images_imported_s": imported}
     other = {**facts, "id": "engine-000000000002", "on_this_host": False}
-    doc.engine_prepared(other, "guards failed", {}, ("vol", "/opt/helper"))
+    doc.engine_prepared(other, "guards failed", {},
+                        {"work_volume": "vol", "helper_path": "/opt/helper"})
     assert doc.to_json()["engines"][other["id"]] == {
         **other, "refused": "guards failed", "images_imported_s": {}, "work_volume": "vol",
         "helper_path": "/opt/helper"}
