@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.second_engine import second_dockerd
-from orchestrator import engines, k8s, log, run
+from orchestrator import engine_pool, k8s, log, run
 from orchestrator.engine import Engine, engine_address
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.images import ImageLock
@@ -40,7 +40,7 @@ def _grades(run_dir: Path, settings: Settings) -> dict[str, Any]:
             for c in scores["cells"]}
 
 
-def _timed(engine: Engine, settings: Settings, members: list[engines.Member] | None
+def _timed(engine: Engine, settings: Settings, members: list[engine_pool.Member] | None
            ) -> tuple[float, Path]:
     began = time.monotonic()
     run_dir = run.execute(engine, settings, "demo", jobs=JOBS, members=members)
@@ -56,11 +56,11 @@ def main() -> dict[str, Any]:
     with second_dockerd(tls=True) as fresh:
         assert fresh.certs is not None and fresh.tcp_url is not None
         os.environ.update(DOCKER_TLS_VERIFY="1", DOCKER_CERT_PATH=str(fresh.certs))
-        members = engines.connect([engine_address(), fresh.url])
-        far = engines.connect([engine_address(), fresh.tcp_url])
+        members = engine_pool.connect([engine_address(), fresh.url])
+        far = engine_pool.connect([engine_address(), fresh.tcp_url])
         began = time.monotonic()
-        engines.bring_images(members[1], members, settings, names,
-                             settings.bench_root / "transfer")
+        engine_pool.bring_images(members[1], members, settings, names,
+                                 settings.bench_root / "transfer")
         import_s = time.monotonic() - began
         one, two, remote = [], [], []
         for _ in range(ROUNDS):

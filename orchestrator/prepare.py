@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator import cells, corpus, engines, log, placement, rundoc, workfs
+from orchestrator import cells, corpus, engine_pool, log, placement, rundoc, workfs
 from orchestrator.errors import GuardViolation, InputError
 from orchestrator.fsutil import atomic_write_json, read_json
 from orchestrator.images import ImageLock
@@ -44,9 +44,9 @@ def place_and_prepare(r: _Run, data: RunDoc, on_refused: str) -> None:
     previous = {a.name: data.arms[a.name].engine for a in r.plan.available}
     members = list(r.members.values())
     while True:
-        r.engine_of = engines.place(list(images_of), members, previous)
-        ready = engines.prepare(members, r.engine_of, images_of, r.settings, r.run_id,
-                                default_user(), r.exec_path, r.run_dir, on_refused)
+        r.engine_of = engine_pool.place(list(images_of), members, previous)
+        ready = engine_pool.prepare(members, r.engine_of, images_of, r.settings, r.run_id,
+                                    default_user(), r.exec_path, r.run_dir, on_refused)
         for m in members:
             data.engine_prepared(m.facts, m.refused, m.imported, placement.engine_facts(m))
         if ready:

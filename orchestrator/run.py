@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import (arms, cells, cleanup, corpus, engines, images, log, pinlines,
+from orchestrator import (arms, cells, cleanup, corpus, engine_pool, images, log, pinlines,
                           prepare, rundir, rundoc, suite, workfs)
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, InputError, SandbenchError
@@ -155,11 +155,11 @@ class _Run:
     corpus_bytes: int  # what a copy of the pristine corpus takes on an arm's file system
     exec_path: str = RESIDENT  # one per run: every record of a run came the same way
     stop: threading.Event = field(default_factory=threading.Event)
-    # The run's engines by id, and the engine each arm runs on (engines.place).
-    members: dict[str, engines.Member] = field(default_factory=dict)
+    # The run's engines by id, and the engine each arm runs on (engine_pool.place).
+    members: dict[str, engine_pool.Member] = field(default_factory=dict)
     engine_of: dict[str, str] = field(default_factory=dict)
 
-    def member(self, arm: str) -> engines.Member:
+    def member(self, arm: str) -> engine_pool.Member:
         return self.members[self.engine_of[arm]]
 
 
@@ -188,19 +188,19 @@ def _disk_full(exc: OSError, root: Path) -> bool:
 
 def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path | None = None,
             jobs: int = 1, only: list[str] | None = None, progress: Progress | None = None,
-            exec_path: str | None = None, members: list[engines.Member] | None = None,
-            on_refused: str = engines.STOP) -> Path:
+            exec_path: str | None = None, members: list[engine_pool.Member] | None = None,
+            on_refused: str = engine_pool.STOP) -> Path:
     """Run (or resume) a suite; returns the run directory. `exec_path` (resident unless
     given; a resume keeps the run's own) says how every command reaches its container.
-    `members` (engines.connect) spreads the arms over several engines, each made ready
+    `members` (engine_pool.connect) spreads the arms over several engines, each made ready
     (images, pre-flight guards) before an arm runs there; without it every arm runs on
     `engine`."""
     if exec_path is not None and exec_path not in EXEC_PATHS:
         raise InputError.bad_value("--exec-path", "--exec-path", f"one of {list(EXEC_PATHS)}",
                                    exec_path)
-    if on_refused not in engines.ON_REFUSED:
+    if on_refused not in engine_pool.ON_REFUSED:
         raise InputError.bad_value("--on-engine-refused", "--on-engine-refused",
-                                   f"one of {list(engines.ON_REFUSED)}", on_refused)
+                                   f"one of {list(engine_pool.ON_REFUSED)}", on_refused)
     if members:
         engine = members[0].engine
     the_plan = _startable_plan(engine, settings, suite_name, only)
@@ -254,7 +254,7 @@ def _verified_corpus(settings: Settings, the_suite: suite.Suite
 
 def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.CorpusPin,
               pristine: Path, resume: Path | None, progress: Progress | None,
-              exec_path: str | None, members: list[engines.Member] | None = None
+              exec_path: str | None, members: list[engine_pool.Member] | None = None
               ) -> tuple[_Run, RunDoc]:
     """A new run directory and its run.json, or the one resumed: checked to continue the
     same run, with what a killed attempt left on the engine removed."""
@@ -278,7 +278,8 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
              progress or (lambda *_: None), workfs.tree_bytes(pristine),
              exec_path or RESIDENT)
     if not members:
-        members = [engines.Member(engine.address, engine, engines.facts(engine, engine.address))]
+        facts = engine_pool.facts(engine, engine.address)
+        members = [engine_pool.Member(engine.address, engine, facts)]
     r.members = {m.id: m for m in members}
     r.engine_of = {a.name: members[0].id for a in the_plan.available}
     if resume is None:

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import typer
 
-from orchestrator import engines as engines_mod
+from orchestrator import engine_pool
 from orchestrator import run as run_mod
 from orchestrator import suite as suite_mod
 from orchestrator import workfs
@@ -80,9 +80,9 @@ def dry_run(cfg: Settings, opts: Options, as_json: bool) -> None:
     """Print the plan (with each arm's engine when several are given); start nothing.
     Raises one error listing every problem when the run could not start."""
     problems = option_problems(opts)
-    members: list[engines_mod.Member] = []
+    members: list[engine_pool.Member] = []
     if opts.engine_urls:
-        members = _attempt(problems, lambda: engines_mod.connect(
+        members = _attempt(problems, lambda: engine_pool.connect(
             opts.engine_urls, opts.insecure_engine)) or []
     engine = members[0].engine if members else _attempt(
         problems, lambda: Engine.connect(timeout_s=10))
@@ -93,7 +93,7 @@ def dry_run(cfg: Settings, opts: Options, as_json: bool) -> None:
         problems += [Problem(item, 1) for item in the_plan.missing]
         problems += _seal_problems(the_plan, cfg)
         if members:
-            placement = _attempt(problems, lambda: engines_mod.place(
+            placement = _attempt(problems, lambda: engine_pool.place(
                 [a.name for a in the_plan.available], members)) or {}
     if os.geteuid() != 0:
         _attempt(problems, lambda: workfs.require_root(cfg.runs_dir))
@@ -114,7 +114,7 @@ def _could_not_start(problems: list[Problem]) -> SandbenchError:
                 problems=[p.text for p in problems])
 
 
-def _show(the_plan: run_mod.Plan, members: list[engines_mod.Member],
+def _show(the_plan: run_mod.Plan, members: list[engine_pool.Member],
           placement: dict[str, str], as_json: bool, problems: list[Problem]) -> None:
     urls = {m.id: m.url for m in members}
     rows = [{"arm": a.name, "image": a.spec.image, "image_id": (a.image_id or "")[:19],

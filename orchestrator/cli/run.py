@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from orchestrator import engines as engines_mod
+from orchestrator import engine_pool
 from orchestrator import run as run_mod
 from orchestrator.cli import progress
 from orchestrator.cli._common import BenchRoot, Json, SuiteName, emit_json, settings
@@ -26,8 +26,8 @@ class ExecPath(StrEnum):
 class OnEngineRefused(StrEnum):
     """--on-engine-refused: what a refused engine does to the run (engines.ON_REFUSED)."""
 
-    move = engines_mod.MOVE
-    stop = engines_mod.STOP
+    move = engine_pool.MOVE
+    stop = engine_pool.STOP
 
 
 def run(suite: str = SuiteName,
@@ -66,7 +66,7 @@ def run(suite: str = SuiteName,
         dry_run(cfg, Options(suite, arm, resume, exec_path_value, engine_urls, insecure_engine,
                              on_engine_refused.value), as_json)
         return
-    members = engines_mod.connect(engine_urls, insecure_engine) if engine_urls else None
+    members = engine_pool.connect(engine_urls, insecure_engine) if engine_urls else None
     engine = members[0].engine if members else Engine.connect()
     plan = run_mod.plan(cfg, suite, arm or None, engine)
     on_cell, close = progress.for_run(plan.available, jobs, as_json, resume)

@@ -40,7 +40,7 @@ class Engine:
     def connect(cls, timeout_s: int = DEFAULT_TIMEOUT_S, address: str | None = None) -> Engine:
         """The engine at `address` (a URL the SDK accepts; DOCKER_HOST's, else the local
         socket, when None). A tcp:// address uses TLS when DOCKER_TLS_VERIFY says so; whether
-        a plain one may be used at all is decided before (orchestrator/engines.py)."""
+        a plain one may be used at all is decided before (orchestrator/engine_pool.py)."""
         address = address or engine_address()
         tls = tls_config() if address.startswith("tcp://") else None
         try:

@@ -15,7 +15,7 @@ from orchestrator.remote import EngineHost
 from orchestrator.sandbox_spec import SandboxSpec
 
 if TYPE_CHECKING:
-    from orchestrator.engines import Member
+    from orchestrator.engine_pool import Member
 
 logger = log.get(__name__)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.second_engine import SecondEngine
-from orchestrator import corpus, engines, run
+from orchestrator import corpus, engine_pool, run
 from orchestrator.engine import Engine, engine_address
 from orchestrator.errors import SandbenchError
 from orchestrator.settings import Settings
@@ -25,7 +25,7 @@ def test_two_engines_one_lost_mid_run_resume_on_the_other_equals_one_engine(
     corpus.fetch(corpus.load_lock(corpus.lock_path(bench))["demo"], bench)
     one_engine = run.execute(engine, bench, "demo")
 
-    members = engines.connect([engine_address(), second_engine.url])
+    members = engine_pool.connect([engine_address(), second_engine.url])
     first, second = (m.id for m in members)
     seen: dict[str, int] = {}
 
@@ -54,7 +54,7 @@ def test_two_engines_one_lost_mid_run_resume_on_the_other_equals_one_engine(
 
     # Resume on the first engine alone: the lost engine's arms move there.
     run.execute(engine, bench, "demo", resume=two,
-                members=engines.connect([engine_address()]))
+                members=engine_pool.connect([engine_address()]))
     meta = json.loads((two / "run.json").read_text())
     assert meta["status"] == "complete"
     for arm in moved:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.second_engine import SecondEngine
-from orchestrator import cleanup, engines, mcp, run, suite, transcripts
+from orchestrator import cleanup, engine_pool, mcp, run, suite, transcripts
 from orchestrator.engine import Engine, engine_address
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
@@ -189,9 +189,9 @@ def test_an_engine_restart_mid_run_loses_no_cell(engine: Engine, built: Settings
     started again mid-run. The shared engine is never signalled."""
     settings = project_copy(built, tmp_path)
     _only_arms(settings, ["rg"])
-    members = engines.connect([second_engine.url, engine_address()])
-    engines.bring_images(members[0], members, settings, ["base", "rg"],
-                         settings.bench_root / "transfer")
+    members = engine_pool.connect([second_engine.url, engine_address()])
+    engine_pool.bring_images(members[0], members, settings, ["base", "rg"],
+                             settings.bench_root / "transfer")
     env = {**_env(settings), "DOCKER_HOST": second_engine.url}
     env.pop("SANDBENCH_ENGINES", None)
     proc = subprocess.Popen(_cli(settings, "run", "demo"), env=env,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.second_engine import SecondEngine, second_dockerd
-from orchestrator import corpus, engines, remote, run
+from orchestrator import corpus, engine_pool, remote, run
 from orchestrator.engine import Engine, engine_address
 from orchestrator.errors import SandbenchError
 from orchestrator.settings import Settings
@@ -50,7 +50,7 @@ def test_arms_on_an_engine_of_another_host_run_on_its_own_files_and_grade_the_sa
     corpus.fetch(corpus.load_lock(corpus.lock_path(bench))["demo"], bench)
     local = run.execute(engine, bench, "demo", only=ARMS)
 
-    members = engines.connect([engine_address(), str(tls_engine.tcp_url)])
+    members = engine_pool.connect([engine_address(), str(tls_engine.tcp_url)])
     far = members[1]
     assert not far.local and far.facts["on_this_host"] is False
     spread = run.execute(engine, bench, "demo", only=ARMS, members=members)
@@ -90,7 +90,7 @@ def test_an_engine_of_another_host_lost_mid_arm_resumes_here_with_its_setup_buil
         engine: Engine, bench: Settings, tls_engine: SecondEngine) -> None:
     corpus.fetch(corpus.load_lock(corpus.lock_path(bench))["demo"], bench)
     local = run.execute(engine, bench, "demo", only=ARMS)
-    members = engines.connect([engine_address(), str(tls_engine.tcp_url)])
+    members = engine_pool.connect([engine_address(), str(tls_engine.tcp_url)])
     far = members[1].id
     seen: list[str] = []
 
@@ -110,7 +110,7 @@ def test_an_engine_of_another_host_lost_mid_arm_resumes_here_with_its_setup_buil
     assert seen[0] == "_setup" and len(seen) >= 4
     spread = run_dir()
     resumed = run.execute(engine, bench, "demo", only=ARMS, resume=spread,
-                          members=engines.connect([engine_address()]))
+                          members=engine_pool.connect([engine_address()]))
     meta = json.loads((resumed / "run.json").read_text())
     assert meta["status"] == "complete"
     moved = [a for a in ARMS if meta["arms"][a]["engine"] != far]

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from orchestrator.cli import _common, app
 from orchestrator.cli import images as images_cli
-from orchestrator.engines import ON_REFUSED
+from orchestrator.engine_pool import ON_REFUSED
 from orchestrator.guards import GuardResult
 from orchestrator.sandbox_spec import EXEC_PATHS
 

@@ -8,31 +8,31 @@ from typing import Any
 
 import pytest
 
-from orchestrator import engines
+from orchestrator import engine_pool
 from orchestrator.errors import InputError, SandbenchError
 
 
-def _member(engine_id: str, refused: str | None = None) -> engines.Member:
-    return engines.Member(f"unix:///run/{engine_id}.sock", None,  # type: ignore[arg-type]
-                          {"id": engine_id}, refused)
+def _member(engine_id: str, refused: str | None = None) -> engine_pool.Member:
+    return engine_pool.Member(f"unix:///run/{engine_id}.sock", None,  # type: ignore[arg-type]
+                              {"id": engine_id}, refused)
 
 
 @pytest.mark.parametrize("url", ["unix:///var/run/docker.sock", "ssh://bench@10.0.0.2",
                                  "https://engine.example:2376"])
 def test_the_sdk_addresses_are_taken(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DOCKER_TLS_VERIFY", raising=False)
-    assert engines.check_address(url, insecure=False) == url
+    assert engine_pool.check_address(url, insecure=False) == url
 
 
 @pytest.mark.parametrize("url", ["tcp://10.0.0.2:2375", "http://10.0.0.2:2375"])
 def test_plain_tcp_is_refused_saying_why(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DOCKER_TLS_VERIFY", raising=False)
     with pytest.raises(InputError) as caught:
-        engines.check_address(url, insecure=False)
+        engine_pool.check_address(url, insecure=False)
     assert caught.value.exit_code == 2
     assert "without TLS" in caught.value.what and "controls that engine as root" in (
         caught.value.why or "")
-    assert engines.check_address(url, insecure=True) == url
+    assert engine_pool.check_address(url, insecure=True) == url
 
 
 def test_tcp_with_docker_tls_settings_is_taken(monkeypatch: pytest.MonkeyPatch,
@@ -41,47 +41,47 @@ def test_tcp_with_docker_tls_settings_is_taken(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("DOCKER_CERT_PATH", str(tmp_path))
     for name in ("ca.pem", "cert.pem", "key.pem"):
         (tmp_path / name).write_text("")
-    assert engines.check_address("tcp://10.0.0.2:2376", insecure=False)
+    assert engine_pool.check_address("tcp://10.0.0.2:2376", insecure=False)
 
 
 def test_an_unknown_scheme_is_named() -> None:
     with pytest.raises(InputError, match="--engine: expected unix://PATH"):
-        engines.check_address("ftp://host", insecure=False)
+        engine_pool.check_address("ftp://host", insecure=False)
 
 
 def test_only_a_socket_here_is_on_this_host(tmp_path: Path) -> None:
     path = tmp_path / "d.sock"
     with socket.socket(socket.AF_UNIX) as server:
         server.bind(str(path))
-        assert engines.on_this_host(f"unix://{path}")
-    assert not engines.on_this_host(f"unix://{tmp_path / 'absent.sock'}")
-    assert not engines.on_this_host("ssh://bench@10.0.0.2")
+        assert engine_pool.on_this_host(f"unix://{path}")
+    assert not engine_pool.on_this_host(f"unix://{tmp_path / 'absent.sock'}")
+    assert not engine_pool.on_this_host("ssh://bench@10.0.0.2")
 
 
 def test_arms_spread_over_the_usable_engines() -> None:
     members = [_member("a"), _member("b"), _member("c", refused="guard seccomp")]
-    assert engines.place(["rg", "ast-grep", "crg"], members) == {
+    assert engine_pool.place(["rg", "ast-grep", "crg"], members) == {
         "rg": "a", "ast-grep": "b", "crg": "a"}
 
 
 def test_an_arm_stays_where_it_ran_unless_that_engine_is_gone() -> None:
     members = [_member("a"), _member("b")]
-    assert engines.place(["rg", "crg"], members, {"rg": "b", "crg": "z"}) == {
+    assert engine_pool.place(["rg", "crg"], members, {"rg": "b", "crg": "z"}) == {
         "rg": "b", "crg": "a"}
 
 
 def test_no_usable_engine_stops_naming_each() -> None:
     with pytest.raises(SandbenchError) as caught:
-        engines.place(["rg"], [_member("a", refused="not on this host")])
+        engine_pool.place(["rg"], [_member("a", refused="not on this host")])
     assert "not on this host" in (caught.value.why or "")
 
 
 def test_a_refused_engine_stops_the_run_when_the_user_chose_so() -> None:
     member = _member("a")
     with pytest.raises(SandbenchError, match="refused"):
-        engines.refuse(member, "guard seccomp", engines.STOP)
+        engine_pool.refuse(member, "guard seccomp", engine_pool.STOP)
     moved: Any = _member("b")
-    engines.refuse(moved, "guard seccomp", engines.MOVE)
+    engine_pool.refuse(moved, "guard seccomp", engine_pool.MOVE)
     assert moved.refused == "guard seccomp"
 
 
@@ -108,10 +108,11 @@ def test_an_engine_holding_the_locked_tag_as_another_image_is_refused(tmp_path: 
     from orchestrator.settings import Settings
     _lock_file(tmp_path)
     settings = Settings(project_root=tmp_path, bench_root=tmp_path)
-    target = engines.Member("unix:///x.sock", _Images({"sandbench/rg:1": "sha256:" + "2" * 64}),
-                            {"id": "engine-b"})  # type: ignore[arg-type]
+    tagged = {"sandbench/rg:1": "sha256:" + "2" * 64}
+    target = engine_pool.Member("unix:///x.sock", _Images(tagged),
+                                {"id": "engine-b"})  # type: ignore[arg-type]
     with pytest.raises(SandbenchError) as caught:
-        engines.bring_images(target, [target], settings, ["rg"], tmp_path / "t")
+        engine_pool.bring_images(target, [target], settings, ["rg"], tmp_path / "t")
     assert "sandbench/rg:1" in caught.value.what and "2222" in caught.value.what
 
 
@@ -119,9 +120,10 @@ def test_an_engine_that_has_the_locked_ids_needs_nothing(tmp_path: Path) -> None
     from orchestrator.settings import Settings
     _lock_file(tmp_path)
     settings = Settings(project_root=tmp_path, bench_root=tmp_path)
-    target = engines.Member("unix:///x.sock", _Images({"sha256:" + "1" * 64: "sha256:" + "1" * 64}),
-                            {"id": "engine-b"})  # type: ignore[arg-type]
-    engines.bring_images(target, [target], settings, ["rg"], tmp_path / "t")
+    same = {"sha256:" + "1" * 64: "sha256:" + "1" * 64}
+    target = engine_pool.Member("unix:///x.sock", _Images(same),
+                                {"id": "engine-b"})  # type: ignore[arg-type]
+    engine_pool.bring_images(target, [target], settings, ["rg"], tmp_path / "t")
     assert target.imported == {} and not (tmp_path / "t").exists()
 
 
@@ -129,8 +131,8 @@ def test_a_missing_image_no_engine_has_is_named(tmp_path: Path) -> None:
     from orchestrator.settings import Settings
     _lock_file(tmp_path)
     settings = Settings(project_root=tmp_path, bench_root=tmp_path)
-    empty = [engines.Member(f"unix:///{n}.sock", _Images({}), {"id": n})  # type: ignore[arg-type]
+    empty = [engine_pool.Member(f"unix:///{n}.sock", _Images({}), {"id": n})  # type: ignore[arg-type]
              for n in ("a", "b")]
     with pytest.raises(SandbenchError, match=r"no engine of the run has images \['rg'\]"):
-        engines.bring_images(empty[1], empty, settings, ["rg"], tmp_path / "t")
+        engine_pool.bring_images(empty[1], empty, settings, ["rg"], tmp_path / "t")
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import corpus, engines, placement
+from orchestrator import corpus, engine_pool, placement
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
 from orchestrator.placement import local, other_host
@@ -69,8 +69,8 @@ def test_the_guard_above_sees_a_branch() -> None:
     assert "host" in _attributes_and_names(tree)
 
 
-def _member(url: str, host: EngineHost | None = None) -> engines.Member:
-    return engines.Member(url, None, {"id": url}, host=host)  # type: ignore[arg-type]
+def _member(url: str, host: EngineHost | None = None) -> engine_pool.Member:
+    return engine_pool.Member(url, None, {"id": url}, host=host)  # type: ignore[arg-type]
 
 
 def _host() -> EngineHost:
@@ -125,7 +125,7 @@ class _PodPlacement:
         return corpus.Snapshot({})
 
 
-def _pod(member: engines.Member | None) -> bool:
+def _pod(member: engine_pool.Member | None) -> bool:
     return member is not None and member.url.startswith("k8s://")
 
 
