@@ -18,7 +18,7 @@ from orchestrator.fsutil import read_toml
 from orchestrator.kinds import INPUT_KEY, KINDS, PLACEHOLDER
 from orchestrator.mcp import ToolCall
 from orchestrator.sandbox_spec import GIB, MIB, Limits
-from orchestrator.values import check_schema, load_schema
+from orchestrator.shared_checks import check_schema, load_schema
 
 SCHEMA_FILE = "arm.schema.json"
 ARM_KEYS = set(load_schema(SCHEMA_FILE)["properties"])

@@ -24,7 +24,7 @@ from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json
 from orchestrator.isolation import HELPER_IDLE as HELPER_IDLE  # re-exported for the tests
 from orchestrator.isolation import HELPER_PATH
-from orchestrator.values import check_schema, schema_problem
+from orchestrator.shared_checks import check_schema, schema_problem
 
 PROBE_LOOKUP = "example.com"  # RFC 2606 documentation domain: resolvable only with a network
 PROBE_WRITE = "/.sandbench-probe-root-write"

@@ -23,7 +23,7 @@ from orchestrator import __version__, log, suite
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json, sha256_file
 from orchestrator.sandbox_spec import DOCKER_EXEC
-from orchestrator.values import check_schema
+from orchestrator.shared_checks import check_schema
 
 if TYPE_CHECKING:
     from orchestrator.arms import ArmSpec

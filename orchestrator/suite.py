@@ -22,7 +22,7 @@ from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
 from orchestrator.kinds import ALL_KINDS, EDGE_KINDS, INPUT_KEY
 from orchestrator.settings import Settings
-from orchestrator.values import number, repo_path
+from orchestrator.shared_checks import number, repo_path
 
 LANGUAGES = {"csharp": "cs", "typescript": "ts", "rust": "rs"}
 SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_s",

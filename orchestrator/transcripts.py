@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.fsutil import atomic_write_json, read_json, sha256_file
-from orchestrator.values import check_schema
+from orchestrator.shared_checks import check_schema
 
 SCHEMA = "sandbench.exec-record/1"
 SCHEMA_FILE = "exec-record.schema.json"

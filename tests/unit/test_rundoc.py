@@ -15,7 +15,7 @@ from orchestrator import rundoc
 from orchestrator.errors import InputError
 from orchestrator.fsutil import canonical_json
 from orchestrator.sandbox_spec import EXEC_PATHS
-from orchestrator.values import load_schema
+from orchestrator.shared_checks import load_schema
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "demo-run"
 GOLDEN_BYTES = (GOLDEN / "run.json").read_bytes()

@@ -13,7 +13,7 @@ from orchestrator import arms, corpus, guards
 from orchestrator.errors import InputError
 from orchestrator.kinds import ALL_KINDS
 from orchestrator.settings import PACKAGE_DIR
-from orchestrator.values import load_schema
+from orchestrator.shared_checks import load_schema
 
 REPO = PACKAGE_DIR.parent
 POLICY = Path(__file__).parent / "bad_input/fixtures/guards/rg/policy.json"
