@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import (arms, cells, cleanup, corpus, engine_pool, images, log, pinlines,
+from orchestrator import (arms, cells, cleanup, corpus, engine_pool, images, log, line_index,
                           prepare, rundir, rundoc, suite, workfs)
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, InputError, SandbenchError
@@ -358,10 +358,10 @@ def _save_pin_lines(r: _Run) -> None:
     """The line index reach is scored against, read (and verified object by object) from
     the pristine copy, never from an arm's copy (git there would run what the arm wrote
     into its `.git`): the scorer then reads RUN_DIR/pin-lines.json alone."""
-    path = r.run_dir / pinlines.PIN_LINES
+    path = r.run_dir / line_index.PIN_LINES
     if path.is_file():
         return
     assert r.pin.sha is not None  # verified at the pin (_verified_corpus) before the run
-    index = pinlines.load_index(r.run_dir, r.pin.sha, r.pristine)
+    index = line_index.load_index(r.run_dir, r.pin.sha, r.pristine)
     if index.available:  # else unverifiable, and the scorer says so
-        atomic_write_text(path, pinlines.pin_lines_text(index))
+        atomic_write_text(path, line_index.pin_lines_text(index))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator import pinlines
+from orchestrator import line_index
 from orchestrator.errors import InputError
 from orchestrator.kinds import EDGE_KINDS
 from orchestrator.score import correctness, cost, edges, reach, timing
@@ -57,7 +57,7 @@ def _flags(reps: Sequence[Any]) -> list[str]:
 
 
 def score_cell(inputs: RunInputs, arm_name: str, task: Task,
-               index: pinlines.LineIndex) -> dict[str, Any]:
+               index: line_index.LineIndex) -> dict[str, Any]:
     from orchestrator import parsers
 
     cell = blank(arm_name, task)

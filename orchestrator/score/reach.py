@@ -5,7 +5,7 @@ that path at the pin, and a reason token. One failing row fails the task; an out
 rows is `empty` (nothing to follow up), counted on its own.
 
 Whether a line exists needs the files at the pin, and the scorer never reads the bench's
-corpus store: it uses the line index of `orchestrator/pinlines.py`, `RUN_DIR/pin-lines.json`
+corpus store: it uses the line index of `orchestrator/line_index.py`, `RUN_DIR/pin-lines.json`
 (the run reads it from the pristine copy). Without it, rows that are otherwise well formed are
 `unverifiable`, never counted as reaching.
 """
@@ -16,7 +16,7 @@ import posixpath
 from collections.abc import Sequence
 from typing import Any
 
-from orchestrator.pinlines import LineIndex
+from orchestrator.line_index import LineIndex
 from orchestrator.score.correctness import RowLike
 
 SHOWN_FAILURES = 3

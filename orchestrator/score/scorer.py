@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator import log, pinlines
+from orchestrator import log, line_index
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.rundoc import RunDoc
@@ -163,7 +163,7 @@ def _scorer_changed(inputs: RunInputs) -> list[str]:
 
 
 def _environment(inputs: RunInputs, cells: Sequence[dict[str, Any]],
-                 index: pinlines.LineIndex, changed: Sequence[str], guards: dict[str, Any],
+                 index: line_index.LineIndex, changed: Sequence[str], guards: dict[str, Any],
                  roots: Sequence[str]) -> dict[str, Any]:
     """The methodology's disclosure block, with every deviation this run had."""
     run = inputs.run
@@ -222,13 +222,13 @@ DEFINITIONS = {**{f"correct.{k}": v for k, v in correctness.DEFINITIONS.items()}
                **{f"failure.{k}": v for k, v in cell.FAILURE_KINDS.items()}}
 
 
-def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], pinlines.LineIndex]:
+def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], line_index.LineIndex]:
     """Every score of a run, and the line index reach used; reads only, writes nothing."""
     inputs = load(run_dir, suite_dir)
     run = inputs.run
     arm_names = [a.name for a in inputs.arms]
     available = [a.name for a in inputs.arms if a.status == "available"]
-    index = pinlines.load_index(inputs.run_dir, run.corpus.sha)
+    index = line_index.load_index(inputs.run_dir, run.corpus.sha)
     cells = [cell.score_cell(inputs, arm, task, index) for arm in arm_names
              for task in inputs.suite.tasks]
     summary = bands.summaries(cells, arm_names)

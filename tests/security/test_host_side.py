@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import guards, pinlines, run, suite
+from orchestrator import guards, line_index, run, suite
 from orchestrator.engine import Engine
 from orchestrator.errors import SandbenchError
 from orchestrator.score import scorer
@@ -203,8 +203,8 @@ def test_no_git_config_route_runs_a_command_on_the_host(project: Project,
     assert {".git/config", ".gitattributes", ".git/h/post-checkout"} <= changes  # planted
     assert any(p.startswith(".git/objects/") for p in changes)  # every object gone
     assert sorted(p.name for p in project.markers.iterdir()) == []
-    index = json.loads((run_dir / pinlines.PIN_LINES).read_text())
-    assert index["source"] == pinlines.PRISTINE and index["files"]
+    index = json.loads((run_dir / line_index.PIN_LINES).read_text())
+    assert index["source"] == line_index.PRISTINE and index["files"]
     scores = json.loads((run_dir / "scores.json").read_text())
     assert scores["reach_index"]["available"] is True
     clean = project.run("clean", only=["rg"])

@@ -30,7 +30,7 @@ import pytest
 
 from orchestrator import report
 from orchestrator.score import score_run, self_check
-from orchestrator.pinlines import PIN_LINES
+from orchestrator.line_index import PIN_LINES
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 RUN = GOLDEN / "demo-run"

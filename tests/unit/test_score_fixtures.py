@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import pinlines
+from orchestrator import line_index
 from orchestrator import suite as suite_mod
 from orchestrator.fsutil import canonical_json, sha256_file
 from orchestrator.score.inputs import SOURCE_ROOT
@@ -250,8 +250,8 @@ class RunBuilder:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "run.json").write_text(canonical_json(run))
         if self.pin_lines:
-            index = pinlines.load_index(self.run_dir, sha, self.root / "pin")
-            (self.run_dir / pinlines.PIN_LINES).write_text(pinlines.pin_lines_text(index))
+            index = line_index.load_index(self.run_dir, sha, self.root / "pin")
+            (self.run_dir / line_index.PIN_LINES).write_text(line_index.pin_lines_text(index))
         return self
 
     def _write_cell(self, arm: str, cell_dir: Path, argv: list[str], stdout: bytes,

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import InputError
-from orchestrator import pinlines
+from orchestrator import line_index
 from orchestrator.score import reach
 
-INDEX = pinlines.LineIndex("sha", {"src/a.cs": 3, "src/b.cs": 1})
-NO_INDEX = pinlines.LineIndex("sha", None)
+INDEX = line_index.LineIndex("sha", {"src/a.cs": 3, "src/b.cs": 1})
+NO_INDEX = line_index.LineIndex("sha", None)
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_NOSYSTEM": "1",
        "GIT_CONFIG_GLOBAL": os.devnull}
@@ -76,10 +76,10 @@ def test_no_rows_is_empty_and_no_index_is_unverifiable() -> None:
 
 
 def test_line_count() -> None:
-    assert pinlines.line_count(b"") == 0
-    assert pinlines.line_count(b"a") == 1
-    assert pinlines.line_count(b"a\n") == 1
-    assert pinlines.line_count(b"a\nb") == 2
+    assert line_index.line_count(b"") == 0
+    assert line_index.line_count(b"a") == 1
+    assert line_index.line_count(b"a\n") == 1
+    assert line_index.line_count(b"a\nb") == 2
 
 
 def _repo(path: Path) -> str:
@@ -96,7 +96,7 @@ def _repo(path: Path) -> str:
 def test_the_index_is_read_from_the_pristine_at_the_pin(tmp_path: Path) -> None:
     sha = _repo(tmp_path / "c")
     (tmp_path / "c" / "top.txt").write_text("changed\nin\nthe\nworktree\n")
-    assert pinlines.index_from_pristine(tmp_path / "c", sha) == {"d/x.txt": 3, "top.txt": 1}
+    assert line_index.index_from_pristine(tmp_path / "c", sha) == {"d/x.txt": 3, "top.txt": 1}
 
 
 def test_a_store_whose_objects_were_altered_is_not_trusted(tmp_path: Path) -> None:
@@ -107,9 +107,9 @@ def test_a_store_whose_objects_were_altered_is_not_trusted(tmp_path: Path) -> No
     loose = pristine / ".git" / "objects" / blob[:2] / blob[2:]
     loose.chmod(0o644)
     loose.write_bytes(zlib.compress(b"blob 2\x001\n"))
-    with pytest.raises(pinlines._Unverified):
-        pinlines.index_from_pristine(pristine, sha)
-    index = pinlines.load_index(tmp_path / "run", sha, pristine)
+    with pytest.raises(line_index._Unverified):
+        line_index.index_from_pristine(pristine, sha)
+    index = line_index.load_index(tmp_path / "run", sha, pristine)
     assert not index.available
 
 
@@ -149,27 +149,27 @@ def test_an_arm_copy_in_the_run_dir_is_never_read(tmp_path: Path) -> None:
     (copy / ".git" / "config").write_text(HOSTILE_CONFIG.format(
         marker=marker, hooks=hooks, include=copy / ".git" / "extra.cfg"))
     (copy / ".gitattributes").write_text("* filter=x\n")
-    assert not pinlines.load_index(run_dir, sha).available
-    index = pinlines.load_index(run_dir, sha, pristine)
-    assert index.source == pinlines.PRISTINE and index.files == {"d/x.txt": 3, "top.txt": 1}
+    assert not line_index.load_index(run_dir, sha).available
+    index = line_index.load_index(run_dir, sha, pristine)
+    assert index.source == line_index.PRISTINE and index.files == {"d/x.txt": 3, "top.txt": 1}
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("marker")) == []
 
 
 def test_the_index_falls_back_to_pin_lines(tmp_path: Path) -> None:
     pristine = tmp_path / "pristine"
     sha = _repo(pristine)
-    first = pinlines.load_index(tmp_path, sha, pristine)
-    assert first.source == pinlines.PRISTINE
-    (tmp_path / pinlines.PIN_LINES).write_text(pinlines.pin_lines_text(first))
-    again = pinlines.load_index(tmp_path, sha)
-    assert again.source == pinlines.PIN_LINES and again.files == first.files
+    first = line_index.load_index(tmp_path, sha, pristine)
+    assert first.source == line_index.PRISTINE
+    (tmp_path / line_index.PIN_LINES).write_text(line_index.pin_lines_text(first))
+    again = line_index.load_index(tmp_path, sha)
+    assert again.source == line_index.PIN_LINES and again.files == first.files
     with pytest.raises(InputError, match="corpus_sha"):
-        pinlines.load_index(tmp_path, "0" * 40)
-    (tmp_path / pinlines.PIN_LINES).write_text("{")
+        line_index.load_index(tmp_path, "0" * 40)
+    (tmp_path / line_index.PIN_LINES).write_text("{")
     with pytest.raises(InputError, match="pin-lines.json"):
-        pinlines.load_index(tmp_path, sha)
+        line_index.load_index(tmp_path, sha)
 
 
 def test_pin_lines_are_canonical(tmp_path: Path) -> None:
-    text = pinlines.pin_lines_text(pinlines.LineIndex("s", {"b": 1, "a": 2}, "work/x/corpus"))
+    text = line_index.pin_lines_text(line_index.LineIndex("s", {"b": 1, "a": 2}, "work/x/corpus"))
     assert json.loads(text)["files"] == {"a": 2, "b": 1} and text.endswith("\n")

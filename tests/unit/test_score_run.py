@@ -10,7 +10,7 @@ import pytest
 from test_score_fixtures import Arm, Cell, RunBuilder, rg_rows
 
 from orchestrator.errors import InputError
-from orchestrator.pinlines import PIN_LINES
+from orchestrator.line_index import PIN_LINES
 from orchestrator.report.scores import problems
 from orchestrator.score import SelfCheckFailed, compute, score_run
 
