@@ -10,8 +10,9 @@ timing helper is a host file the base recipe builds, mounted into every sandbox 
 """
 
 from orchestrator.images.build import BUILD_DIR, BuildOutcome, build, rootfs
+from orchestrator.images.build_inputs import (PROXY_VARS, debian_mirror, parse_artifacts,
+                                             proxy_build_args)
 from orchestrator.images.helper import HELPER_DIR, helper_problem
-from orchestrator.images.host import PROXY_VARS, debian_mirror, parse_artifacts, proxy_build_args
 from orchestrator.images.lock import ImageCheck, ImageLock, listing, share_lock, verify
 from orchestrator.images.recipes import (HelperBuild, Recipe, load_recipe, load_recipes,
                                          recipe_hash, select, tag_for)

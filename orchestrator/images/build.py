@@ -28,7 +28,7 @@ from orchestrator import log
 from orchestrator.errors import ContainerFailed, EngineError, InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_text, canonical_json, sha256_bytes, sha256_file
 from orchestrator.images import helper as host_helper
-from orchestrator.images.host import build_ca_bundle, debian_mirror, proxy_build_args
+from orchestrator.images.build_inputs import build_ca_bundle, debian_mirror, proxy_build_args
 from orchestrator.images.lock import ImageLock
 from orchestrator.images.recipes import (REPOSITORY, Bootstrap, Recipe, load_recipes,
                                          recipe_hash, select, tag_for)
