@@ -73,7 +73,7 @@ class Member:
     facts: dict[str, Any]
     refused: str | None = None
     imported: dict[str, float] = field(default_factory=dict)  # image -> seconds to bring
-    host: remote.EngineHost | None = None  # the run's place there, when it is another host's
+    site: remote.RemoteSite | None = None  # the run's place there, when it is another host's
 
     @property
     def id(self) -> str:
@@ -200,24 +200,24 @@ def preflight(member: Member, settings: Settings, run_id: str, user: str, exec_p
     base image with no mounts but the helper: what fails here is the engine's doing."""
     lock = ImageLock.load(settings.images_lock)
     helper, digest = lock.helper()
-    host = member.host
+    site = member.site
     spec = make(run_id, None, image_id=lock.image_id("base"), tool_version="", user=user,
-                helper=HelperFile(Path(host.helper_path) if host and host.helper_path
+                helper=HelperFile(Path(site.helper_path) if site and site.helper_path
                                   else helper, digest), exec_path=exec_path)
     with Sandbox(member.engine, spec, member.id, mounted_helper(member)) as box:
         return box.verify(folder)
 
 
-def open_host(member: Member, settings: Settings, run_id: str) -> remote.EngineHost:
+def open_site(member: Member, settings: Settings, run_id: str) -> remote.RemoteSite:
     """The run's place on an engine of another host: its work volume, and the helper placed
     there and read back."""
     lock = ImageLock.load(settings.images_lock)
     helper, digest = lock.helper()
-    host = remote.EngineHost(member.engine, member.id, run_id,
+    site = remote.RemoteSite(member.engine, member.id, run_id,
                              lock.image_id(remote.AGENT_IMAGE))
-    host.open()
-    host.place_helper(helper, digest)
-    return host
+    site.open()
+    site.place_helper(helper, digest)
+    return site
 
 
 def prepare(members: Sequence[Member], placement: Mapping[str, str], images_of: Mapping[str, str],
@@ -236,8 +236,8 @@ def prepare(members: Sequence[Member], placement: Mapping[str, str], images_of: 
             bring_images(member, members, settings,
                          sorted({"base", *agent, *(images_of[a] for a in arms_here)}),
                          settings.bench_root / "transfer")
-            if not member.local and member.host is None:
-                member.host = open_host(member, settings, run_id)
+            if not member.local and member.site is None:
+                member.site = open_site(member, settings, run_id)
             preflight(member, settings, run_id, user, exec_path,
                       run_dir / "engines" / member.id / "preflight")
         except GuardViolation as exc:

@@ -318,12 +318,12 @@ def loopback_canary() -> Iterator[Canary]:
 
 # -- snapshots on disk ------------------------------------------------------------------------
 
-def store(folder: Path, policy: GuardPolicy, inspect: dict[str, Any], host: dict[str, Any],
+def store(folder: Path, policy: GuardPolicy, inspect: dict[str, Any], host_snapshot: dict[str, Any],
           probe: dict[str, Any] | None, results: list[GuardResult]) -> None:
     """The snapshots and the verdict, so `audit` can recompute it without an engine."""
     atomic_write_json(folder / "policy.json", policy.to_json())
     atomic_write_json(folder / "inspect.json", inspect)
-    atomic_write_json(folder / "host.json", host)
+    atomic_write_json(folder / "host.json", host_snapshot)
     if probe is not None:
         atomic_write_json(folder / "probe.json", probe)
     atomic_write_json(folder / "verdict.json", [asdict(r) for r in results])
@@ -353,9 +353,9 @@ def audit(run_dir: Path) -> list[AuditedArm]:
         policy = GuardPolicy.from_json(read_json(folder / "policy.json"), folder / "policy.json")
         inspect = check_schema(folder / "inspect.json", read_json(folder / "inspect.json"),
                                "guard-inspect.schema.json")
-        host = check_schema(folder / "host.json", read_json(folder / "host.json"),
-                            "guard-host.schema.json")
-        results = check_outside(policy, inspect, host)
+        host_snapshot = check_schema(folder / "host.json", read_json(folder / "host.json"),
+                                     "guard-host.schema.json")
+        results = check_outside(policy, inspect, host_snapshot)
         probed = (folder / "probe.json").exists()
         if probed:
             probe = check_schema(folder / "probe.json", read_json(folder / "probe.json"),

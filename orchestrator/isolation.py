@@ -69,7 +69,7 @@ class View:
     host_facts: dict[str, Any]
 
     @property
-    def host(self) -> dict[str, Any]:
+    def host_config(self) -> dict[str, Any]:
         return self.inspect.get("HostConfig") or {}
 
     @property
@@ -132,7 +132,7 @@ def _helper_checks(policy: GuardPolicy, view: View) -> list[Check]:
     hashed = facts if isinstance(facts, dict) else {}
     digest = policy.helper.get("sha256")
     pid1 = HELPER_SERVE if policy.resident else HELPER_IDLE
-    host, config = view.host, view.config
+    host_config, config = view.host_config, view.config
     return [
         ("helper_mount", {"source": policy.helper.get("source"), "target": HELPER_PATH,
                           "read_only": True}, mounted, None),
@@ -141,8 +141,8 @@ def _helper_checks(policy: GuardPolicy, view: View) -> list[Check]:
          and hashed.get("sha256") == digest and SHA256_HEX.fullmatch(str(digest)) is not None),
         ("pid1", f"{pid1} as PID 1, no init wrapper",
          " ".join([*(config.get("Entrypoint") or []), *(config.get("Cmd") or [])])
-         + (" under docker-init" if host.get("Init") else ""),
-         not host.get("Init") and not config.get("Entrypoint")
+         + (" under docker-init" if host_config.get("Init") else ""),
+         not host_config.get("Init") and not config.get("Entrypoint")
          and " ".join(config.get("Cmd") or []) == pid1),
     ]
 
@@ -160,7 +160,7 @@ def _mount_checks(policy: GuardPolicy, view: View) -> list[Check]:
     declared = sorted(("volume" if m.volume else "bind", m.source, m.target, not m.read_only)
                       for m in (*policy.mounts, policy.helper_mount))
     mounts = view.mounts
-    return [("tmpfs", policy.tmpfs, view.host.get("Tmpfs") or {}, None),
+    return [("tmpfs", policy.tmpfs, view.host_config.get("Tmpfs") or {}, None),
             ("mounts", declared, mounts, None),
             ("docker_socket", "not mounted", "mounted" if any(
                 "docker.sock" in str(m[1]) for m in mounts) else "not mounted", None)]
@@ -223,7 +223,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("network",  # no interface but lo, no name service
             create=lambda s: {"network_mode": "none"},
             outside=lambda p, v: [
-                ("network_mode", "none", v.host.get("NetworkMode"), None),
+                ("network_mode", "none", v.host_config.get("NetworkMode"), None),
                 ("networks", ["none"],
                  sorted((v.inspect.get("NetworkSettings") or {}).get("Networks") or {}), None)],
             inside=("interfaces", "routes", "name_lookup", "loopback_tcp", "loopback_udp"),
@@ -234,21 +234,22 @@ SETTINGS: tuple[Setting, ...] = (
     # Privilege shows inside as the capability sets the probe reads (`capabilities`).
     Setting("privileged",  # no device or kernel access beyond a plain container
             create=lambda s: {"privileged": False},
-            outside=lambda p, v: [("privileged", False, v.host.get("Privileged"), None)],
+            outside=lambda p, v: [("privileged", False, v.host_config.get("Privileged"), None)],
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"security": {"privileged": False}}),
     Setting("capabilities",  # every capability dropped
             create=lambda s: {"cap_drop": ["ALL"]},
             outside=lambda p, v: [
-                ("cap_drop", ["ALL"], sorted(c.upper() for c in v.host.get("CapDrop") or []),
+                ("cap_drop", ["ALL"], sorted(c.upper() for c in v.host_config.get("CapDrop") or []),
                  None),
-                ("cap_add", [], sorted(v.host.get("CapAdd") or []), None)],
+                ("cap_add", [], sorted(v.host_config.get("CapAdd") or []), None)],
             inside=("cap_eff", "cap_bnd", "cap_amb"),
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"security": {"capabilities": {"drop": ["ALL"]}}}),
     Setting("read_only_root",  # the image's files cannot change
             create=lambda s: {"read_only": True},
-            outside=lambda p, v: [("read_only_root", True, v.host.get("ReadonlyRootfs"), None)],
+            outside=lambda p, v: [
+                ("read_only_root", True, v.host_config.get("ReadonlyRootfs"), None)],
             inside=("root_writable", "root_read_only_mount"),
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"security": {"readOnlyRootFilesystem": True}}),
@@ -261,9 +262,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("no_new_privileges",  # no setuid or file capability gains anything
             create=lambda s: {"security_opt": ["no-new-privileges:true"]},
             outside=lambda p, v: [(
-                "no_new_privileges", "no-new-privileges:true", v.host.get("SecurityOpt") or [],
+                "no_new_privileges", "no-new-privileges:true",
+                v.host_config.get("SecurityOpt") or [],
                 any(o in ("no-new-privileges", "no-new-privileges:true")
-                    for o in v.host.get("SecurityOpt") or []))],
+                    for o in v.host_config.get("SecurityOpt") or []))],
             inside=("no_new_privs",),
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"security": {"allowPrivilegeEscalation": False}}),
@@ -273,7 +275,7 @@ SETTINGS: tuple[Setting, ...] = (
             create=_none,
             outside=lambda p, v: [(
                 "confinement", NO_OPT_OUT, sorted(
-                    o for o in v.host.get("SecurityOpt") or []
+                    o for o in v.host_config.get("SecurityOpt") or []
                     if o.replace(":", "=") in UNCONFINED) or NO_OPT_OUT, None)],
             inside=("seccomp",),
             k8s=lambda s: {"security": {"seccompProfile": {"type": "RuntimeDefault"}},
@@ -283,7 +285,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("logging",  # no engine-side log a tool could fill
             create=lambda s: {"log_config": {"type": "none"}},
             outside=lambda p, v: [("log_driver", "none",
-                                   (v.host.get("LogConfig") or {}).get("Type"), None)],
+                                   (v.host_config.get("LogConfig") or {}).get("Type"), None)],
             compose=lambda s, c: {"logging": {"driver": c["log_config"]["type"]}}),
     # No image HEALTHCHECK running code beside the measured commands; a Job declares no
     # probes, Kubernetes' default.
@@ -296,8 +298,9 @@ SETTINGS: tuple[Setting, ...] = (
             create=lambda s: {"mem_limit": s.limits.memory_bytes,
                               "memswap_limit": s.limits.memory_bytes},
             outside=lambda p, v: [
-                ("memory_bytes", p.values["memory_bytes"], v.host.get("Memory"), None),
-                ("memory_swap_bytes", p.values["memory_bytes"], v.host.get("MemorySwap"), None)],
+                ("memory_bytes", p.values["memory_bytes"], v.host_config.get("Memory"), None),
+                ("memory_swap_bytes", p.values["memory_bytes"], v.host_config.get("MemorySwap"),
+                 None)],
             record=lambda limits: {"memory_bytes": limits.memory_bytes},
             policy=lambda s: {"memory_bytes": s.limits.memory_bytes},
             compose=lambda s, c: dict(c),
@@ -306,7 +309,8 @@ SETTINGS: tuple[Setting, ...] = (
     # podPidsLimit must not exceed.
     Setting("pids",  # the arm's processes and threads
             create=lambda s: {"pids_limit": s.limits.pids},
-            outside=lambda p, v: [("pids_limit", p.values["pids"], v.host.get("PidsLimit"), None)],
+            outside=lambda p, v: [
+                ("pids_limit", p.values["pids"], v.host_config.get("PidsLimit"), None)],
             record=lambda limits: {"pids": limits.pids},
             policy=lambda s: {"pids": s.limits.pids},
             compose=lambda s, c: dict(c),
@@ -314,7 +318,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("cpus",  # the arm's CPU time
             create=lambda s: {"nano_cpus": s.limits.nano_cpus},
             outside=lambda p, v: [("nano_cpus", p.values["nano_cpus"],
-                                   v.host.get("NanoCpus"), None)],
+                                   v.host_config.get("NanoCpus"), None)],
             record=lambda limits: {"cpus": limits.cpus},
             policy=lambda s: {"nano_cpus": s.limits.nano_cpus},
             compose=lambda s, c: {"cpus": s.limits.cpus},
@@ -335,14 +339,14 @@ SETTINGS: tuple[Setting, ...] = (
     # Docker gives no device unless asked, nor does a pod.
     Setting("devices",  # no host device
             create=_none,
-            outside=lambda p, v: [("devices", [], v.host.get("Devices") or [], None)]),
+            outside=lambda p, v: [("devices", [], v.host_config.get("Devices") or [], None)]),
     # Debian's docker-compose 1.29 has no key for the cgroup namespace (Compose v2 spells it
     # `cgroup: private`): it is recorded as x-sandbench-cgroupns.
     Setting("namespaces",  # no namespace shared with the host
             create=lambda s: {"ipc_mode": "private", "cgroupns": "private",
                               "hostname": "sandbox"},
             outside=lambda p, v: [("host_namespaces", [], sorted(
-                k for k in HOST_NAMESPACES if v.host.get(k) == "host"), None)],
+                k for k in HOST_NAMESPACES if v.host_config.get(k) == "host"), None)],
             compose=lambda s, c: {"ipc": c["ipc_mode"], "x-sandbench-cgroupns": c["cgroupns"],
                                   "hostname": c["hostname"]},
             k8s=lambda s: {"pod": {"hostPID": False, "hostIPC": False,

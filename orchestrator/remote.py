@@ -84,7 +84,7 @@ def volume_name(run_id: str, arm: str, name: str) -> str:
 
 
 @dataclass
-class EngineHost:
+class RemoteSite:
     """The run's place on one engine of another host: its work volume, the agent's image,
     and the helper placed there."""
 

@@ -45,7 +45,7 @@ class Sandbox:
         self.helper = helper if helper is not None else placement.mounted_helper()
         self.container_id: str | None = None
         self.policy: guards.GuardPolicy | None = None
-        self.host: dict[str, Any] = {}
+        self.host_snapshot: dict[str, Any] = {}
         # PID 1's attach stream, when the spec asks for the resident executor.
         self.channel: AttachChannel | None = None
 
@@ -75,7 +75,7 @@ class Sandbox:
         image = self.engine.inspect_image(self.spec.image_id)
         image_env = image.get("Config", {}).get("Env") or []
         self.policy = self._policy(image["Id"], image_env)
-        self.host = self.helper.start(self.spec, self._create_and_start)
+        self.host_snapshot = self.helper.start(self.spec, self._create_and_start)
         if self.container_id is not None:
             logger.info("sandbox_started", arm=self.spec.arm, container=self.container_id[:12])
 
@@ -129,7 +129,7 @@ class Sandbox:
         # No container means start() could not open the helper: every outside guard is
         # judged on an empty inspect, and the helper's guard says why.
         inspect = self.inspect() if self.container_id is not None else {}
-        results = guards.check_outside(self.policy, inspect, self.host)
+        results = guards.check_outside(self.policy, inspect, self.host_snapshot)
         probe = None
         if not guards.failures(results):
             with guards.loopback_canary() as canary:
@@ -137,7 +137,7 @@ class Sandbox:
                 time.sleep(0.05)  # let a datagram that did escape reach the canary
                 probe = {"facts": facts, "canary": canary.snapshot()}
             results += guards.check_inside(self.policy, probe)
-        guards.store(folder, self.policy, inspect, self.host, probe, results)
+        guards.store(folder, self.policy, inspect, self.host_snapshot, probe, results)
         if failed := guards.failures(results):
             if not inspect:
                 failed = [r for r in failed if r.guard == "helper_digest"]

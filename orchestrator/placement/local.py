@@ -25,7 +25,7 @@ logger = log.get(__name__)
 def accepts(member: Member | None) -> bool:
     """An engine that shares this host's file systems: no place of the run was opened on
     another host for it (engines.prepare opens one for every engine elsewhere)."""
-    return member is None or member.host is None
+    return member is None or member.site is None
 
 
 def facts(member: Member) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """An engine of another host: an arm's file systems, its corpus copy and the helper are
-made on that host through that engine (`remote.EngineHost`), mounted as volumes."""
+made on that host through that engine (`remote.RemoteSite`), mounted as volumes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator import corpus, guards, log, sandbox_spec
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
-from orchestrator.remote import EngineHost
+from orchestrator.remote import RemoteSite
 from orchestrator.sandbox_spec import SandboxSpec
 
 if TYPE_CHECKING:
@@ -22,40 +22,40 @@ logger = log.get(__name__)
 
 def accepts(member: Member | None) -> bool:
     """An engine on which the run opened its place (engines.prepare, for one elsewhere)."""
-    return member is not None and member.host is not None
+    return member is not None and member.site is not None
 
 
-def _host(member: Member | None) -> EngineHost:
-    assert member is not None and member.host is not None and member.host.helper_path
-    return member.host
+def _site(member: Member | None) -> RemoteSite:
+    assert member is not None and member.site is not None and member.site.helper_path
+    return member.site
 
 
 def facts(member: Member) -> dict[str, Any]:
     """The run's work volume on that host and the helper's path there."""
-    host = _host(member)
-    return {"work_volume": host.work_volume, "helper_path": host.helper_path}
+    site = _site(member)
+    return {"work_volume": site.work_volume, "helper_path": site.helper_path}
 
 
 class OtherHostHelper:
     """The helper placed in the run's work volume on that host: its digest is read back
     from there before and after the start, and must agree."""
 
-    def __init__(self, host: EngineHost) -> None:
-        self.host = host
+    def __init__(self, site: RemoteSite) -> None:
+        self.site = site
 
     @classmethod
     def of(cls, member: Member | None) -> OtherHostHelper:
-        return cls(_host(member))
+        return cls(_site(member))
 
     def start(self, spec: SandboxSpec, create_and_start: Callable[[], None]) -> dict[str, Any]:
         """No host directory is mounted (every writable mount is a volume there)."""
         source = spec.helper.source
-        before = self.host.helper_digest()
+        before = self.site.helper_digest()
         if before is None:
             logger.error("helper_unreadable", arm=spec.arm, path=str(source))
             return guards.helper_facts(source, None, "unreadable on the engine's host")
         create_and_start()
-        after = self.host.helper_digest()
+        after = self.site.helper_digest()
         return guards.helper_facts(source, after, None if after == before else
                                    "replaced while the sandbox started")
 
@@ -63,25 +63,25 @@ class OtherHostHelper:
 class OtherHostPlacement:
     """An arm's file systems as volumes on that host, known once `filesystems` made them."""
 
-    def __init__(self, host: EngineHost, arm: str, work: Path, scratch: Path) -> None:
-        self.host = host
+    def __init__(self, site: RemoteSite, arm: str, work: Path, scratch: Path) -> None:
+        self.site = site
         self.arm = arm
         self.work = work  # named in the spec only; nothing of the arm's is made there
         self.scratch = scratch
-        self.helper = OtherHostHelper(host)
+        self.helper = OtherHostHelper(site)
         self.volumes: dict[str, str] | None = None
 
     @classmethod
     def of(cls, member: Member, arm: str, work: Path, scratch: Path) -> OtherHostPlacement:
-        return cls(_host(member), arm, work, scratch)
+        return cls(_site(member), arm, work, scratch)
 
     def kept(self, names: Sequence[str]) -> bool:
-        return self.host.has_filesystems(self.arm, list(names))
+        return self.site.has_filesystems(self.arm, list(names))
 
     @contextmanager
     def filesystems(self, sizes: Mapping[str, int], owner: str, fresh: bool
                     ) -> Iterator[None]:
-        with self.host.filesystems(self.arm, sizes, owner, fresh=fresh) as volumes:
+        with self.site.filesystems(self.arm, sizes, owner, fresh=fresh) as volumes:
             self.volumes = volumes
             try:
                 yield
@@ -95,18 +95,18 @@ class OtherHostPlacement:
     def copy_corpus(self, pristine: Path, pin: corpus.CorpusPin, owner: str,
                     home: str) -> corpus.Snapshot:
         """The HOME seeded in the fresh /state (no host directory is prepared there), then
-        the copy streamed there, verified and read back (`EngineHost.copy_corpus`)."""
+        the copy streamed there, verified and read back (`RemoteSite.copy_corpus`)."""
         if home.startswith("/state/"):
             parts = Path(home.removeprefix("/state/")).parts
-            self.host.seed(self._volume("state"),
+            self.site.seed(self._volume("state"),
                            ["/".join(parts[:i + 1]) for i in range(len(parts))], owner)
-        return self.host.copy_corpus(pristine, self._volume("corpus"), owner, self.scratch)
+        return self.site.copy_corpus(pristine, self._volume("corpus"), owner, self.scratch)
 
     def sandbox_spec(self, lock: ImageLock, arm: ArmSpec, run_id: str, owner: str,
                      sizes: Mapping[str, int], exec_path: str) -> SandboxSpec:
-        assert self.volumes is not None and self.host.helper_path is not None
+        assert self.volumes is not None and self.site.helper_path is not None
         return sandbox_spec.for_arm(lock, arm, run_id, self.work, owner, sizes, exec_path,
-                                    volumes=self.volumes, helper_path=Path(self.host.helper_path))
+                                    volumes=self.volumes, helper_path=Path(self.site.helper_path))
 
     def snapshot(self, name: str) -> corpus.Snapshot:
-        return self.host.snapshot(self._volume(name))
+        return self.site.snapshot(self._volume(name))

@@ -47,7 +47,7 @@ def _job(spec: SandboxSpec) -> dict[str, Any]:
 
 FAKE = isolation.Setting(
     "fake", create=lambda s: {"fake_create": s.limits.pids},
-    outside=lambda p, v: [("fake_guard", p.values["fake_value"], v.host.get("Fake"), None)],
+    outside=lambda p, v: [("fake_guard", p.values["fake_value"], v.host_config.get("Fake"), None)],
     record=lambda limits: {"fake_limit": limits.pids},
     policy=lambda s: {"fake_value": s.limits.pids},
     compose=lambda s, c: {"x-fake": c["fake_create"]},

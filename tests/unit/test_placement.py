@@ -18,7 +18,7 @@ from orchestrator import corpus, engine_pool, placement
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
 from orchestrator.placement import local, other_host
-from orchestrator.remote import EngineHost
+from orchestrator.remote import RemoteSite
 from orchestrator.sandbox_spec import HelperFile, SandboxSpec
 
 PACKAGE = Path(__file__).resolve().parents[2] / "orchestrator"
@@ -28,8 +28,8 @@ PLACEMENT_BLIND = ("run.py", "sandbox.py", "prepare.py", "cells.py")
 IMPLEMENTATIONS = {"orchestrator.placement.local", "orchestrator.placement.other_host",
                    "orchestrator.remote"}
 IMPLEMENTATION_NAMES = {"LocalPlacement", "LocalHelper", "OtherHostPlacement",
-                        "OtherHostHelper", "EngineHost", "helper_digest", "helper_path",
-                        "volumes", "mounted", "copy_corpus", "make_arm_copy", "host"}
+                        "OtherHostHelper", "RemoteSite", "helper_digest", "helper_path",
+                        "volumes", "mounted", "copy_corpus", "make_arm_copy", "site"}
 
 
 def _imports(tree: ast.Module) -> set[str]:
@@ -44,8 +44,8 @@ def _imports(tree: ast.Module) -> set[str]:
 
 
 def _attributes_and_names(tree: ast.Module) -> set[str]:
-    """Every name, and every attribute but a module's own (`self.host` of the sandbox is its
-    helper facts, not a member's host)."""
+    """Every name, and every attribute but a module's own (`self.site` of a module would be
+    its own, not a member's remote site)."""
     return ({n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
              and not (isinstance(n.value, ast.Name) and n.value.id == "self")}
             | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)})
@@ -55,7 +55,7 @@ def _attributes_and_names(tree: ast.Module) -> set[str]:
 def test_the_run_and_the_sandbox_do_not_name_a_placement(module: str) -> None:
     tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
     assert not _imports(tree) & IMPLEMENTATIONS
-    # Neither a class of one nor a branch on what one is made of (`member.host`, volumes,
+    # Neither a class of one nor a branch on what one is made of (`member.site`, volumes,
     # the remote helper's digest); copy_corpus is the protocol's own, asked of a placement.
     used = _attributes_and_names(tree) - {"copy_corpus"}
     assert not used & IMPLEMENTATION_NAMES, sorted(used & IMPLEMENTATION_NAMES)
@@ -64,17 +64,17 @@ def test_the_run_and_the_sandbox_do_not_name_a_placement(module: str) -> None:
 def test_the_guard_above_sees_a_branch() -> None:
     """The check of the test above, on code that does branch: it must not pass."""
     tree = ast.parse("from orchestrator import remote\n"
-                     "def f(member):\n    if member.host is not None:\n        pass\n")
+                     "def f(member):\n    if member.site is not None:\n        pass\n")
     assert _imports(tree) & IMPLEMENTATIONS
-    assert "host" in _attributes_and_names(tree)
+    assert "site" in _attributes_and_names(tree)
 
 
-def _member(url: str, host: EngineHost | None = None) -> engine_pool.Member:
-    return engine_pool.Member(url, None, {"id": url}, host=host)  # type: ignore[arg-type]
+def _member(url: str, site: RemoteSite | None = None) -> engine_pool.Member:
+    return engine_pool.Member(url, None, {"id": url}, site=site)  # type: ignore[arg-type]
 
 
-def _host() -> EngineHost:
-    host = EngineHost(None, "engine-b", "run-1", "sha256:agent")  # type: ignore[arg-type]
+def _host() -> RemoteSite:
+    host = RemoteSite(None, "engine-b", "run-1", "sha256:agent")  # type: ignore[arg-type]
     host.helper_path = "/var/lib/docker/volumes/w/_data/helper/sandbench-exec-0123"
     return host
 
