@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator import corpus, mcp, suite
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json, sync_filesystem
-from orchestrator.rundoc import SETUP_CELL
+from orchestrator.run_document import SETUP_CELL
 from orchestrator.sandbox import Sandbox
 from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record, streams_intact
 from orchestrator.untrusted import walk

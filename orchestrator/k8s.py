@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from orchestrator import arms, corpus, isolation, labels, rundoc, sandbox_spec, suite, workfs
+from orchestrator import arms, corpus, isolation, labels, run_document, sandbox_spec, suite, workfs
 from orchestrator.compose import PlainDumper
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_text, read_json
@@ -86,9 +86,9 @@ def _dns_name(*parts: str) -> str:
 
 
 def _from_run(run_dir: Path, arm_names: list[str]) -> Source:
-    if not rundoc.path(run_dir).is_file():
+    if not run_document.path(run_dir).is_file():
         raise InputError(f"{run_dir}: no run.json: not a run directory", file=str(run_dir))
-    run = rundoc.read(run_dir)
+    run = run_document.read(run_dir)
     image_ids = {}
     sizes: dict[str, dict[str, int]] = {}
     for name in arm_names:

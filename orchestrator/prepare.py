@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator import cells, corpus, engine_pool, log, placement, rundoc, workfs
+from orchestrator import cells, corpus, engine_pool, log, placement, run_document, workfs
 from orchestrator.errors import GuardViolation, InputError
 from orchestrator.fsutil import atomic_write_json, read_json
 from orchestrator.images import ImageLock
-from orchestrator.rundoc import RunDoc
+from orchestrator.run_document import RunDoc
 from orchestrator.sandbox import Sandbox
-from orchestrator.rundoc import SETUP_CELL
+from orchestrator.run_document import SETUP_CELL
 from orchestrator.sandbox_spec import default_user
 from orchestrator.transcripts import RECORD_NAME, read_record
 from orchestrator.untrusted import walk
@@ -57,7 +57,7 @@ def place_and_prepare(r: _Run, data: RunDoc, on_refused: str) -> None:
 def _check_engine_images(r: _Run) -> None:
     """A resumed arm continues only with the image its cells ran: every recorded cell's
     image id must be the locked one, and so must the engine's image under the locked tag."""
-    source = rundoc.path(r.run_dir)
+    source = run_document.path(r.run_dir)
     lock = ImageLock.load(r.settings.images_lock)
     for a in r.plan.available:
         member = r.member(a.name)

@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import (arms, cells, cleanup, corpus, engine_pool, images, log, line_index,
-                          prepare, rundir, rundoc, suite, workfs)
+                          prepare, rundir, run_document, suite, workfs)
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_text
 from orchestrator.images import ImageLock
-from orchestrator.rundoc import RunDoc
+from orchestrator.run_document import RunDoc
 from orchestrator.sandbox_spec import EXEC_PATHS, RESIDENT, default_user
 from orchestrator.settings import Settings
 
@@ -166,12 +166,12 @@ class _Run:
 def _new_run_doc(r: _Run) -> RunDoc:
     info = corpus.read_info(r.settings, r.pin.id)
     assert info is not None
-    return rundoc.new(run_id=r.run_id, the_suite=r.plan.suite, planned=r.plan.arms, pin=r.pin,
-                      info=info, pristine_digest=corpus.tree_digest(r.pristine),
-                      engine_version=r.engine.version(),
-                      engines=[m.facts for m in r.members.values()],
-                      lock=ImageLock.load(r.settings.images_lock), user=default_user(),
-                      bench_root=r.settings.bench_root, exec_path=r.exec_path)
+    return run_document.new(run_id=r.run_id, the_suite=r.plan.suite, planned=r.plan.arms, pin=r.pin,
+                            info=info, pristine_digest=corpus.tree_digest(r.pristine),
+                            engine_version=r.engine.version(),
+                            engines=[m.facts for m in r.members.values()],
+                            lock=ImageLock.load(r.settings.images_lock), user=default_user(),
+                            bench_root=r.settings.bench_root, exec_path=r.exec_path)
 
 
 def _disk_full(exc: OSError, root: Path) -> bool:
@@ -209,13 +209,13 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
     r, data = _open_run(engine, settings, the_plan, pin, pristine, resume, progress, exec_path,
                         members)
     with _status_on_failure(r, data):
-        rundoc.write(r.run_dir, data)
+        run_document.write(r.run_dir, data)
         _save_pin_lines(r)
         if members:
             prepare.place_and_prepare(r, data, on_refused)
         for a in the_plan.available:
             data.arms[a.name].engine = r.engine_of[a.name]
-        rundoc.write(r.run_dir, data)
+        run_document.write(r.run_dir, data)
         for a, outcome in zip(the_plan.available, _run_arms(r, jobs), strict=True):
             data.arms[a.name].ended(**outcome)
     _finish(r, data)
@@ -262,14 +262,14 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
         run_id, run_dir = rundir.create(settings.runs_dir, f"run-{the_plan.suite.name}")
     else:
         run_dir = resume.resolve()
-        if not rundoc.path(run_dir).is_file():
+        if not run_document.path(run_dir).is_file():
             raise InputError(f"{run_dir}: no run.json: not a run directory to resume",
                              file=str(run_dir))
-        previous = rundoc.read(run_dir)
+        previous = run_document.read(run_dir)
         run_id = previous.run_id
         recorded = previous.exec_path_used
         if exec_path is not None and exec_path != recorded:
-            raise InputError.bad_value(rundoc.path(run_dir), "exec_path", exec_path, recorded,
+            raise InputError.bad_value(run_document.path(run_dir), "exec_path", exec_path, recorded,
                                        fix="a resumed run keeps its exec path: leave out "
                                            "--exec-path, or start a new run")
         exec_path = recorded
@@ -284,7 +284,7 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
     r.engine_of = {a.name: members[0].id for a in the_plan.available}
     if resume is None:
         return r, _new_run_doc(r)
-    rundoc.check_resumable(previous, run_dir, the_plan.suite, the_plan.arms)
+    run_document.check_resumable(previous, run_dir, the_plan.suite, the_plan.arms)
     previous.resumed([m.facts for m in members])
     for member in members:
         left = cleanup.find(member.engine, run_id=run_id)
@@ -324,20 +324,20 @@ def _status_on_failure(r: _Run, data: RunDoc) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        rundoc.write_status(r.run_dir, data, rundoc.INTERRUPTED)
+        run_document.write_status(r.run_dir, data, run_document.INTERRUPTED)
         raise
     except OSError as exc:
-        rundoc.write_status(r.run_dir, data, rundoc.FAILED)
+        run_document.write_status(r.run_dir, data, run_document.FAILED)
         if _disk_full(exc, r.settings.bench_root):
             raise SandbenchError(f"the bench root {r.settings.bench_root} is full",
                                  why=str(exc), fix=f"free space, then: {resume_fix}") from exc
         raise
     except (EngineError, cells.SandboxLost) as exc:
-        rundoc.write_status(r.run_dir, data, rundoc.FAILED)
+        run_document.write_status(r.run_dir, data, run_document.FAILED)
         raise SandbenchError(exc.what, why=exc.why,
                              fix=f"once the engine answers: {resume_fix}") from exc
     except BaseException:
-        rundoc.write_status(r.run_dir, data, rundoc.FAILED)
+        run_document.write_status(r.run_dir, data, run_document.FAILED)
         raise
 
 
@@ -345,7 +345,7 @@ def _finish(r: _Run, data: RunDoc) -> None:
     """The pristine copy must be as it was before the run; then the run is complete."""
     before = data.corpus.pristine_digest_before
     unchanged = data.finished(corpus.tree_digest(r.pristine))
-    rundoc.write(r.run_dir, data)
+    run_document.write(r.run_dir, data)
     if not unchanged:
         raise SandbenchError(f"the pristine copy of {r.pin.id!r} changed during the run",
                              why=f"tree digest {before} before, "

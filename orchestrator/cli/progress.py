@@ -26,7 +26,7 @@ from rich.progress import (
 from orchestrator import log
 from orchestrator.run import ArmPlan
 from orchestrator.run import Progress as OnCell
-from orchestrator.rundoc import SETUP_CELL
+from orchestrator.run_document import SETUP_CELL
 from orchestrator.transcripts import RECORD_NAME
 from orchestrator.untrusted.text import terminal
 

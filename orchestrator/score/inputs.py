@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator import rundoc
+from orchestrator import run_document
 from orchestrator import suite as suite_mod
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_json, sha256_file
 from orchestrator.kinds import KINDS
-from orchestrator.rundoc import SETUP_CELL, ArmRecord, RunDoc
+from orchestrator.run_document import SETUP_CELL, ArmRecord, RunDoc
 from orchestrator.settings import PACKAGE_DIR
 from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record
 
@@ -109,10 +109,10 @@ def _at(data: Any, dotted: str, source: Path) -> Any:
 
 
 def read_complete_run(run_dir: Path) -> RunDoc:
-    """RUN_DIR/run.json (rundoc.read), of a run that finished: only such a run is scored."""
-    run = rundoc.read(run_dir)
-    if run.status != rundoc.COMPLETE:
-        raise InputError.bad_value(rundoc.path(run_dir), "status", "'complete'", run.status,
+    """RUN_DIR/run.json (run_document.read), of a run that finished: only such a run is scored."""
+    run = run_document.read(run_dir)
+    if run.status != run_document.COMPLETE:
+        raise InputError.bad_value(run_document.path(run_dir), "status", "'complete'", run.status,
                                    fix="finish the run first: sandbench run SUITE --resume "
                                        f"{run_dir}")
     return run
@@ -270,7 +270,7 @@ def load(run_dir: Path, suite_dir: Path) -> RunInputs:
     """Read and check every input of a score; raises InputError naming the first bad file."""
     run_dir = Path(run_dir)
     run = read_complete_run(run_dir)
-    source = rundoc.path(run_dir)
+    source = run_document.path(run_dir)
     the_suite = _load_suite(Path(suite_dir), run.suite.name)
     if the_suite.reps != run.suite.reps:
         raise InputError.bad_value(source, "suite.reps", str(the_suite.reps), run.suite.reps)

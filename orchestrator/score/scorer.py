@@ -29,7 +29,7 @@ from typing import Any
 from orchestrator import log, line_index
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json
-from orchestrator.rundoc import RunDoc
+from orchestrator.run_document import RunDoc
 from orchestrator.score import (bands, cell, correctness, cost, edges, environment, leaders,
                                 reach, setup, timing)
 from orchestrator.score.inputs import RunInputs, load

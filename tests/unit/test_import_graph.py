@@ -141,7 +141,7 @@ def test_the_run_does_not_load_the_scorer() -> None:
 @pytest.mark.parametrize("module", ["orchestrator.arms", "orchestrator.workfs",
                                     "orchestrator.sandbox_spec", "orchestrator.kinds",
                                     "orchestrator.line_index", "orchestrator.suite",
-                                    "orchestrator.rundoc"])
+                                    "orchestrator.run_document"])
 def test_spec_modules_load_neither_the_runtime_nor_the_engine(module: str) -> None:
     loaded = loaded_by(package_graph(), module)
     assert not loaded & {"orchestrator.sandbox", "orchestrator.selfcheck", "orchestrator.engine",

@@ -15,7 +15,7 @@ from orchestrator import run as run_mod
 from orchestrator.cli import app, progress
 from orchestrator.engine import Engine
 from orchestrator.run import ArmPlan, Plan
-from orchestrator.rundoc import SETUP_CELL
+from orchestrator.run_document import SETUP_CELL
 
 runner = CliRunner()
 

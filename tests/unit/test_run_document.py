@@ -1,4 +1,4 @@
-"""The run document (orchestrator/rundoc.py): a run.json written by the run loads typed and
+"""The run document (orchestrator/run_document.py): a run.json written by the run loads typed and
 is written again byte for byte; a damaged one is refused with one error naming the file, the
 key, what was expected and what was found."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import rundoc
+from orchestrator import run_document
 from orchestrator.errors import InputError
 from orchestrator.fsutil import canonical_json
 from orchestrator.sandbox_spec import EXEC_PATHS
@@ -32,23 +32,23 @@ def _write(tmp_path: Path, data: Any) -> Path:
 
 
 def test_the_golden_run_json_round_trips_byte_for_byte(tmp_path: Path) -> None:
-    doc = rundoc.read(GOLDEN)
+    doc = run_document.read(GOLDEN)
     assert canonical_json(doc.to_json()).encode() == GOLDEN_BYTES
-    rundoc.write(tmp_path, doc)
+    run_document.write(tmp_path, doc)
     assert (tmp_path / "run.json").read_bytes() == GOLDEN_BYTES
 
 
 def test_the_schema_names_what_the_code_defines() -> None:
     """The schema is data: its constants are checked against the one definition in code."""
-    schema = load_schema(rundoc.SCHEMA_FILE)["properties"]
-    assert schema["schema"]["const"] == rundoc.RUN_SCHEMA
-    assert tuple(schema["status"]["enum"]) == rundoc.STATUSES
+    schema = load_schema(run_document.SCHEMA_FILE)["properties"]
+    assert schema["schema"]["const"] == run_document.RUN_SCHEMA
+    assert tuple(schema["status"]["enum"]) == run_document.STATUSES
     assert tuple(schema["exec_path"]["enum"]) == EXEC_PATHS
 
 
 def test_the_golden_run_reads_typed() -> None:
-    doc = rundoc.read(GOLDEN)
-    assert doc.status == rundoc.COMPLETE and doc.suite.name == "demo"
+    doc = run_document.read(GOLDEN)
+    assert doc.status == run_document.COMPLETE and doc.suite.name == "demo"
     assert doc.arms["rg"].engine is not None and doc.arms["rg"].state_bytes == 0
     assert doc.arms["devscout"].engine is None and doc.arms["devscout"].unavailable
     assert doc.arms["rg"].parser == "rg" and "references" in doc.arms["rg"].tasks
@@ -62,13 +62,13 @@ def test_keys_a_run_sets_later_or_never_had_stay_absent(tmp_path: Path) -> None:
     data = _golden()
     for key in ("finished_at", "engines", "exec_path", "bench_root"):
         del data[key]
-    data["status"] = rundoc.RUNNING
+    data["status"] = run_document.RUNNING
     for key in ("engine", "state_bytes"):
         del data["arms"]["rg"][key]
     data["arms"]["ctags"]["refused"] = "network_mode: expected none"
     data["arms"]["devscout"]["artifact"] = {"name": "devscout", "path": "/x/devscout",
                                             "sha256": "a" * 64}
-    doc = rundoc.read(_write(tmp_path, data))
+    doc = run_document.read(_write(tmp_path, data))
     assert doc.exec_path_used == "docker-exec" and doc.engines is None
     assert canonical_json(doc.to_json()) == canonical_json(data)
 
@@ -82,19 +82,19 @@ def test_a_multi_engine_preparation_round_trips(tmp_path: Path) -> None:
     data["engines"][other["id"]] = other
     data["engines"][engine["id"]] = {**engine, "refused": "guards failed",
                                      "images_imported_s": {}}
-    doc = rundoc.read(_write(tmp_path, data))
+    doc = run_document.read(_write(tmp_path, data))
     assert canonical_json(doc.to_json()) == canonical_json(data)
 
 
 def test_the_document_is_changed_only_through_its_methods() -> None:
-    doc = rundoc.read(GOLDEN)
-    doc.status, doc.finished_at = rundoc.RUNNING, None
+    doc = run_document.read(GOLDEN)
+    doc.status, doc.finished_at = run_document.RUNNING, None
     doc.resumed([])
-    assert doc.status == rundoc.RUNNING and len(doc.resumes) == 1
-    assert not doc.finished("0" * 64) and doc.status == rundoc.PRISTINE_CHANGED
+    assert doc.status == run_document.RUNNING and len(doc.resumes) == 1
+    assert not doc.finished("0" * 64) and doc.status == run_document.PRISTINE_CHANGED
     assert doc.finished_at is None
     assert doc.finished(doc.corpus.pristine_digest_before)
-    assert doc.status == rundoc.COMPLETE and doc.finished_at is not None
+    assert doc.status == run_document.COMPLETE and doc.finished_at is not None
     doc.arms["rg"].ended(refused="why")
     assert doc.arms["rg"].refused == "why" and doc.arms["rg"].state_bytes == 0
 
@@ -135,7 +135,7 @@ def test_a_damaged_run_json_is_one_named_error(tmp_path: Path, where: tuple[str,
     else:
         holder[where[-1]] = value
     with pytest.raises(InputError) as err:
-        rundoc.read(_write(tmp_path, data))
+        run_document.read(_write(tmp_path, data))
     assert err.value.data["file"] == str(tmp_path / "run.json")
     assert err.value.data["key"] == key
     assert err.value.data["expected"]
@@ -151,21 +151,21 @@ def test_a_damaged_run_json_is_one_named_error(tmp_path: Path, where: tuple[str,
 def test_run_json_that_is_not_a_document_is_named(tmp_path: Path, text: str) -> None:
     (tmp_path / "run.json").write_text(text)
     with pytest.raises(InputError) as err:
-        rundoc.read(tmp_path)
+        run_document.read(tmp_path)
     assert str(tmp_path / "run.json") in err.value.render()
 
 
 def test_a_missing_run_json_or_run_dir_is_named(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="run.json is missing"):
-        rundoc.read(tmp_path)
+        run_document.read(tmp_path)
     with pytest.raises(InputError, match="is not a directory"):
-        rundoc.read(tmp_path / "absent")
+        run_document.read(tmp_path / "absent")
 
 
 def test_a_prepared_engine_is_recorded_as_the_run_recorded_it() -> None:
     """engine_prepared writes the keys run.py wrote by hand: the facts, why it was refused,
     the images it was sent, and on another host its work volume and helper path."""
-    doc = rundoc.read(GOLDEN)
+    doc = run_document.read(GOLDEN)
     facts = dict(next(iter(_golden()["engines"].values())))
     imported = {"rg": 2.5}
     doc.engine_prepared(facts, None, imported, {})
