@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from orchestrator import guards, log, remote
+from orchestrator import guards, log
 from orchestrator.engine import Engine, engine_address, tls_config
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.images import ImageLock, transfer
-from orchestrator.placement import mounted_helper
+from orchestrator import placement
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import HelperFile, make
 from orchestrator.settings import Settings
@@ -73,7 +73,8 @@ class Member:
     facts: dict[str, Any]
     refused: str | None = None
     imported: dict[str, float] = field(default_factory=dict)  # image -> seconds to bring
-    site: remote.RemoteSite | None = None  # the run's place there, when it is another host's
+    # What the engine's placement opened there for the run (placement.open_engine), if any.
+    site: object | None = None
 
     @property
     def id(self) -> str:
@@ -125,16 +126,16 @@ def place(arms: Sequence[str], members: Sequence[Member],
                              why="; ".join(f"{m.url}: {m.refused}" for m in members),
                              fix="give an engine that passes the guards")
     ids = {m.id for m in usable}
-    placement: dict[str, str] = {}
+    engine_of: dict[str, str] = {}
     for arm in arms:
         was = (previous or {}).get(arm)
         if was in ids:
-            placement[arm] = was
+            engine_of[arm] = was
     for arm in arms:
-        if arm not in placement:
-            counts = {m.id: sum(1 for e in placement.values() if e == m.id) for m in usable}
-            placement[arm] = min(usable, key=lambda m: counts[m.id]).id
-    return placement
+        if arm not in engine_of:
+            counts = {m.id: sum(1 for e in engine_of.values() if e == m.id) for m in usable}
+            engine_of[arm] = min(usable, key=lambda m: counts[m.id]).id
+    return engine_of
 
 
 def refuse(member: Member, why: str, on_refused: str) -> None:
@@ -200,44 +201,31 @@ def preflight(member: Member, settings: Settings, run_id: str, user: str, exec_p
     base image with no mounts but the helper: what fails here is the engine's doing."""
     lock = ImageLock.load(settings.images_lock)
     helper, digest = lock.helper()
-    site = member.site
+    helper_mount = placement.mounted_helper(member)
     spec = make(run_id, None, image_id=lock.image_id("base"), tool_version="", user=user,
-                helper=HelperFile(Path(site.helper_path) if site and site.helper_path
-                                  else helper, digest), exec_path=exec_path)
-    with Sandbox(member.engine, spec, member.id, mounted_helper(member)) as box:
+                helper=HelperFile(helper_mount.source(helper), digest), exec_path=exec_path)
+    with Sandbox(member.engine, spec, member.id, helper_mount) as box:
         return box.verify(folder)
 
 
-def open_site(member: Member, settings: Settings, run_id: str) -> remote.RemoteSite:
-    """The run's place on an engine of another host: its work volume, and the helper placed
-    there and read back."""
-    lock = ImageLock.load(settings.images_lock)
-    helper, digest = lock.helper()
-    site = remote.RemoteSite(member.engine, member.id, run_id,
-                             lock.image_id(remote.AGENT_IMAGE))
-    site.open()
-    site.place_helper(helper, digest)
-    return site
-
-
-def prepare(members: Sequence[Member], placement: Mapping[str, str], images_of: Mapping[str, str],
+def prepare(members: Sequence[Member], engine_of: Mapping[str, str],
+            images_of: Mapping[str, str],
             settings: Settings, run_id: str, user: str, exec_path: str, run_dir: Path,
             on_refused: str) -> bool:
-    """Every engine that has arms placed on it made ready: its images present (the engine
-    agent's too on another host, where the run's work volume and the helper are placed), its
-    pre-flight guards passed. Returns False when an engine was refused (its arms need
-    another place), True when every placed engine is ready."""
+    """Every engine that has arms placed on it made ready: its images present (and those
+    its placement runs there), the run's place there opened, its pre-flight guards passed.
+    Returns False when an engine was refused (its arms need another place), True when every
+    placed engine is ready."""
     by_id = {m.id: m for m in members}
-    for engine_id in dict.fromkeys(placement.values()):
+    for engine_id in dict.fromkeys(engine_of.values()):
         member = by_id[engine_id]
-        arms_here = [a for a, e in placement.items() if e == engine_id]
-        agent = [] if member.local else [remote.AGENT_IMAGE]
+        arms_here = [a for a, e in engine_of.items() if e == engine_id]
         try:
             bring_images(member, members, settings,
-                         sorted({"base", *agent, *(images_of[a] for a in arms_here)}),
+                         sorted({"base", *placement.engine_images(member),
+                                 *(images_of[a] for a in arms_here)}),
                          settings.bench_root / "transfer")
-            if not member.local and member.site is None:
-                member.site = open_site(member, settings, run_id)
+            placement.open_engine(member, settings, run_id)
             preflight(member, settings, run_id, user, exec_path,
                       run_dir / "engines" / member.id / "preflight")
         except GuardViolation as exc:

@@ -26,6 +26,7 @@ from orchestrator import corpus
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
 from orchestrator.sandbox_spec import SandboxSpec
+from orchestrator.settings import Settings
 
 if TYPE_CHECKING:
     from orchestrator.engine_pool import Member
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
 @runtime_checkable
 class MountedHelper(Protocol):
     """The timing helper as one engine mounts it into every sandbox it starts."""
+
+    def source(self, host_file: Path) -> Path:
+        """Where this engine mounts the helper from, given the host's helper file."""
+        ...
 
     def start(self, spec: SandboxSpec, create_and_start: Callable[[], None]) -> dict[str, Any]:
         """Make the spec's writable places ready for its user, then `create_and_start` the
@@ -90,6 +95,11 @@ class Kind:
     arm: Callable[[Member, str, Path, Path], Placement]  # (member, arm, work dir, scratch)
     helper: Callable[[Member | None], MountedHelper]
     facts: Callable[[Member], dict[str, Any]]  # what run.json records of the run's place there
+    # Images the placement itself runs on the engine, beside the arms' (sent there first).
+    engine_images: tuple[str, ...]
+    # The run's place on the engine made ready once, before any sandbox starts there:
+    # (member, the settings, the run id).
+    open: Callable[[Member, Settings, str], None]
 
 
 _KINDS: list[Kind] = []
@@ -115,6 +125,16 @@ def mounted_helper(member: Member | None = None) -> MountedHelper:
     return kind_of(member).helper(member)
 
 
+def engine_images(member: Member) -> tuple[str, ...]:
+    """The images the placement of `member` runs there itself (none on this host)."""
+    return kind_of(member).engine_images
+
+
+def open_engine(member: Member, settings: Settings, run_id: str) -> None:
+    """The run's place on `member` made ready (nothing to do on this host)."""
+    kind_of(member).open(member, settings, run_id)
+
+
 def engine_facts(member: Member) -> dict[str, Any]:
     """What run.json's engine entry records of where the run's arms live on `member`."""
     return kind_of(member).facts(member)
@@ -125,9 +145,10 @@ def _register_builtin() -> None:
     # the protocols above, which mypy checks here.
     from orchestrator.placement import local, other_host
     register(Kind("this-host", local.accepts, local.LocalPlacement.of, local.LocalHelper.of,
-                  local.facts))
+                  local.facts, (), local.open_engine))
     register(Kind("other-host", other_host.accepts, other_host.OtherHostPlacement.of,
-                  other_host.OtherHostHelper.of, other_host.facts))
+                  other_host.OtherHostHelper.of, other_host.facts, other_host.ENGINE_IMAGES,
+                  other_host.open_engine))
 
 
 _register_builtin()

@@ -15,6 +15,7 @@ from orchestrator import corpus, guards, log, sandbox_spec, workfs
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
 from orchestrator.sandbox_spec import SandboxSpec
+from orchestrator.settings import Settings
 
 if TYPE_CHECKING:
     from orchestrator.engine_pool import Member
@@ -23,9 +24,13 @@ logger = log.get(__name__)
 
 
 def accepts(member: Member | None) -> bool:
-    """An engine that shares this host's file systems: no place of the run was opened on
-    another host for it (engines.prepare opens one for every engine elsewhere)."""
-    return member is None or member.site is None
+    """An engine that shares this host's file systems (its address is on this host)."""
+    return member is None or member.local
+
+
+def open_engine(member: Member, settings: Settings, run_id: str) -> None:
+    """Nothing to make there first: an arm's files are made under the run dir, as it
+    starts."""
 
 
 def facts(member: Member) -> dict[str, Any]:
@@ -40,6 +45,9 @@ class LocalHelper:
     @classmethod
     def of(cls, member: Member | None) -> LocalHelper:
         return cls()
+
+    def source(self, host_file: Path) -> Path:
+        return host_file
 
     def start(self, spec: SandboxSpec, create_and_start: Callable[[], None]) -> dict[str, Any]:
         for path, within in sandbox_spec.writable_dirs(spec):

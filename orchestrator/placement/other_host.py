@@ -8,11 +8,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import corpus, guards, log, sandbox_spec
+from orchestrator import corpus, guards, log, remote, sandbox_spec
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
 from orchestrator.remote import RemoteSite
 from orchestrator.sandbox_spec import SandboxSpec
+from orchestrator.settings import Settings
 
 if TYPE_CHECKING:
     from orchestrator.engine_pool import Member
@@ -20,13 +21,31 @@ if TYPE_CHECKING:
 logger = log.get(__name__)
 
 
+ENGINE_IMAGES = (remote.AGENT_IMAGE,)  # it makes the arms' file systems there
+
+
 def accepts(member: Member | None) -> bool:
-    """An engine on which the run opened its place (engines.prepare, for one elsewhere)."""
-    return member is not None and member.site is not None
+    """An engine of another host (its address is not on this one)."""
+    return member is not None and not member.local
+
+
+def open_engine(member: Member, settings: Settings, run_id: str) -> None:
+    """The run's place on that engine, once: its work volume, and the helper placed there
+    and read back."""
+    if member.site is not None:
+        return
+    lock = ImageLock.load(settings.images_lock)
+    helper, digest = lock.helper()
+    site = RemoteSite(member.engine, member.id, run_id, lock.image_id(remote.AGENT_IMAGE))
+    site.open()
+    site.place_helper(helper, digest)
+    member.site = site
 
 
 def _site(member: Member | None) -> RemoteSite:
-    assert member is not None and member.site is not None and member.site.helper_path
+    assert member is not None and isinstance(member.site, RemoteSite), \
+        "placement.open_engine makes the run's place on an engine of another host first"
+    assert member.site.helper_path
     return member.site
 
 
@@ -46,6 +65,10 @@ class OtherHostHelper:
     @classmethod
     def of(cls, member: Member | None) -> OtherHostHelper:
         return cls(_site(member))
+
+    def source(self, host_file: Path) -> Path:
+        assert self.site.helper_path is not None  # placed when the site was opened
+        return Path(self.site.helper_path)
 
     def start(self, spec: SandboxSpec, create_and_start: Callable[[], None]) -> dict[str, Any]:
         """No host directory is mounted (every writable mount is a volume there)."""

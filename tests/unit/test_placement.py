@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import corpus, engine_pool, placement
+from orchestrator import corpus, engine_pool, placement, remote
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
 from orchestrator.placement import local, other_host
@@ -69,6 +70,15 @@ def test_the_guard_above_sees_a_branch() -> None:
     assert "site" in _attributes_and_names(tree)
 
 
+@pytest.fixture
+def here(tmp_path: Path) -> Iterator[str]:
+    """The address of an engine on this host: a unix socket that exists here."""
+    path = tmp_path / "d.sock"
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(str(path))
+        yield f"unix://{path}"
+
+
 def _member(url: str, site: RemoteSite | None = None) -> engine_pool.Member:
     return engine_pool.Member(url, None, {"id": url}, site=site)  # type: ignore[arg-type]
 
@@ -79,20 +89,23 @@ def _host() -> RemoteSite:
     return host
 
 
-def test_the_factory_chooses_by_the_engine_member(tmp_path: Path) -> None:
-    here = placement.for_arm(_member("unix:///run/d.sock"), "rg", tmp_path / "rg", tmp_path)
+def test_the_factory_chooses_by_the_engine_member(tmp_path: Path, here: str) -> None:
+    local_arm = placement.for_arm(_member(here), "rg", tmp_path / "rg", tmp_path)
     there = placement.for_arm(_member("ssh://b", _host()), "rg", tmp_path / "rg", tmp_path)
-    assert isinstance(here, local.LocalPlacement) and here.work == tmp_path / "rg"
+    assert isinstance(local_arm, local.LocalPlacement) and local_arm.work == tmp_path / "rg"
     assert isinstance(there, other_host.OtherHostPlacement) and there.arm == "rg"
     assert isinstance(placement.mounted_helper(), local.LocalHelper)
     assert isinstance(placement.mounted_helper(_member("ssh://b", _host())),
                       other_host.OtherHostHelper)
-    assert placement.engine_facts(_member("unix:///run/d.sock")) == {}
+    assert placement.engine_facts(_member(here)) == {}
     assert placement.engine_facts(_member("ssh://b", _host())) == {
         "work_volume": "sandbench-work-run-1", "helper_path": _host().helper_path}
 
 
 class _PodHelper:
+    def source(self, host_file: Path) -> Path:
+        return Path("/mnt/helper") / host_file.name
+
     def start(self, spec: SandboxSpec, create_and_start: Callable[[], None]) -> dict[str, Any]:
         create_and_start()
         return {"helper": {"path": str(spec.helper.source), "sha256": "ab", "error": None}}
@@ -130,20 +143,47 @@ def _pod(member: engine_pool.Member | None) -> bool:
 
 
 def test_a_third_placement_is_registered_without_touching_the_run(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, here: str) -> None:
     monkeypatch.setattr(placement, "_KINDS", list(placement._KINDS))
     typed: placement.Placement = _PodPlacement("rg")  # mypy checks it against the protocol
     assert isinstance(typed, placement.Placement)
+    opened: list[str] = []
     placement.register(placement.Kind("pod", _pod, lambda m, arm, w, s: _PodPlacement(arm),
-                                      lambda m: _PodHelper(), lambda m: {"namespace": "b"}))
+                                      lambda m: _PodHelper(), lambda m: {"namespace": "b"},
+                                      ("pod-agent",), lambda m, s, run: opened.append(run)))
     pod = _member("k8s://cluster/bench")
     chosen = placement.for_arm(pod, "rg", tmp_path, tmp_path)
     assert isinstance(chosen, _PodPlacement) and chosen.arm == "rg"
     assert isinstance(placement.mounted_helper(pod), _PodHelper)
     assert placement.engine_facts(pod) == {"namespace": "b"}
+    assert placement.engine_images(pod) == ("pod-agent",)
+    placement.open_engine(pod, None, "run-1")  # type: ignore[arg-type]
+    assert opened == ["run-1"]
     # The others are chosen as before.
-    assert isinstance(placement.for_arm(_member("unix:///run/d.sock"), "rg", tmp_path,
-                                        tmp_path), local.LocalPlacement)
+    assert isinstance(placement.for_arm(_member(here), "rg", tmp_path, tmp_path),
+                      local.LocalPlacement)
+
+
+def test_what_each_placement_needs_on_its_engine_comes_from_the_placement(here: str) -> None:
+    """The engine pool asks the placement which images it runs on the engine and to open the
+    run's place there: nothing on this host, the engine agent and a site on another."""
+    this_host, there = _member(here), _member("ssh://b")
+    assert placement.engine_images(this_host) == ()
+    assert placement.engine_images(there) == (remote.AGENT_IMAGE,)
+    placement.open_engine(this_host, None, "run-1")  # type: ignore[arg-type]
+    assert this_host.site is None
+    opened = _member("ssh://b", _host())
+    placement.open_engine(opened, None, "run-1")  # type: ignore[arg-type]  # already open
+    assert isinstance(opened.site, RemoteSite)
+    assert placement.mounted_helper(opened).source(Path("/x")) == Path(_host().helper_path)
+    assert placement.mounted_helper().source(Path("/x")) == Path("/x")
+
+
+def test_the_engine_pool_names_no_placement() -> None:
+    tree = ast.parse((PACKAGE / "engine_pool.py").read_text(encoding="utf-8"))
+    assert not _imports(tree) & IMPLEMENTATIONS
+    names = _attributes_and_names(tree) - {"site"}  # Member.site: the placement's own state
+    assert not names & IMPLEMENTATION_NAMES, sorted(names & IMPLEMENTATION_NAMES)
 
 
 def test_an_object_missing_part_of_the_protocol_is_not_a_placement() -> None:
