@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from orchestrator import arms, images, isolation, mcp, sandbox_spec, suite
+from orchestrator import arms, images, isolation, mcp, run_document, sandbox_spec, suite
 from orchestrator.errors import SandbenchError
 from orchestrator.fsutil import atomic_write_text
 from orchestrator.sandbox_spec import HELPER, HelperFile, default_user
@@ -96,7 +96,7 @@ def env_file(settings: Settings, suite_name: str, work: Path | None) -> str:
 def export(settings: Settings, suite_name: str, run_dir: Path | None = None
            ) -> tuple[Path, Path]:
     """Everything is read and rendered before anything is written."""
-    if run_dir is not None and not (run_dir / "run.json").is_file():
+    if run_dir is not None and not run_document.path(run_dir).is_file():
         raise SandbenchError(f"{run_dir} is not a run directory")
     target = settings.project_root / "compose" / f"{suite_name}.yml"
     env = settings.bench_root / "compose" / f"{suite_name}.env"

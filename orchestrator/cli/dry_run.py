@@ -17,6 +17,7 @@ import typer
 
 from orchestrator import engine_pool
 from orchestrator import run as run_mod
+from orchestrator import run_document
 from orchestrator import suite as suite_mod
 from orchestrator import workfs
 from orchestrator.cli._common import emit_json, show, table
@@ -52,7 +53,7 @@ class Options:
 def option_problems(opts: Options) -> list[Problem]:
     """What is wrong with the values given, before anything is read or dialled (a choice's
     value is the parser's to check: typer refuses one not listed, with exit code 2)."""
-    if opts.resume is not None and not (opts.resume / "run.json").is_file():
+    if opts.resume is not None and not run_document.path(opts.resume).is_file():
         return [Problem(f"--resume {opts.resume}: no run.json: not a run directory to resume",
                         2)]
     return []
