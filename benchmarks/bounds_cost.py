@@ -7,10 +7,13 @@ virtualenv of its own (the pinned `constraints.txt` of that commit); both run th
 `sandbench` command line as a user would, each with its own sealed suite. Prints per
 checkout the median wall of `run demo --jobs 2`, of `score` and of `report`, and the ratio
 of medians (this checkout over the earlier one), and writes them to
-bench/benchmarks/bounds_cost.json. Needs the images built and the demo corpus fetched
-(scripts/demo does both); the image recipes of both commits must be the same.
+bench/benchmarks/NAME.json (`--name`, default bounds_cost). Needs the images built and the
+demo corpus fetched (scripts/demo does both). Both checkouts use the one image lock, so the
+image recipes of both must be the same: `--recipes-from-here` gives the earlier checkout this
+checkout's `images/` (and says so in the figures) when only the recipes' layout changed.
 
-    python -m benchmarks.bounds_cost [--before aca440f] [--rounds 3]
+    python -m benchmarks.bounds_cost [--before aca440f] [--rounds 3] [--name NAME]
+                                     [--recipes-from-here]
 """
 
 from __future__ import annotations
@@ -34,11 +37,15 @@ BEFORE = "aca440f"  # main before the host-side trust boundary (issue 19)
 STEPS = ("run", "score", "report")
 
 
-def checkout(commit: str, into: Path) -> Path:
-    """A clean checkout of `commit` of this repository with its own virtualenv."""
+def checkout(commit: str, into: Path, recipes_from_here: bool = False) -> Path:
+    """A clean checkout of `commit` of this repository with its own virtualenv (and this
+    checkout's image recipes, when asked)."""
     project = Path(__file__).resolve().parents[1]
     subprocess.run(["git", "clone", "-q", "--no-checkout", str(project), str(into)], check=True)
     subprocess.run(["git", "-C", str(into), "checkout", "-q", "--detach", commit], check=True)
+    if recipes_from_here:
+        shutil.rmtree(into / "images")
+        shutil.copytree(project / "images", into / "images")
     subprocess.run([sys.executable, "-m", "venv", str(into / ".venv")], check=True)
     subprocess.run([str(into / ".venv/bin/python"), "-m", "pip", "install", "-q",
                     "--disable-pip-version-check", "-c", str(into / "constraints.txt"),
@@ -68,12 +75,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", default=BEFORE, help="the earlier commit")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--name", default="bounds_cost", help="bench/benchmarks/NAME.json")
+    parser.add_argument("--recipes-from-here", action="store_true",
+                        help="the earlier checkout builds nothing: give it these recipes")
     args = parser.parse_args()
     settings = load_settings()
     env = {**os.environ, "SANDBENCH_ROOT": str(settings.bench_root), "CI": "true"}
     samples: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory(prefix="sandbench-bounds-cost-") as tmp:
-        projects = {"before": checkout(args.before, Path(tmp) / "before"),
+        projects = {"before": checkout(args.before, Path(tmp) / "before",
+                                       args.recipes_from_here),
                     "after": settings.project_root}
         for number in range(args.rounds):
             order = ("before", "after") if number % 2 == 0 else ("after", "before")
@@ -85,10 +96,11 @@ def main() -> None:
                for which, runs in samples.items()}
     figures: dict[str, Any] = {
         "before": args.before, "rounds": args.rounds, "samples": samples, "medians_s": medians,
+        "recipes_from_here": args.recipes_from_here,
         "ratio_after_over_before": {step: medians["after"][step] / medians["before"][step]
                                     for step in STEPS},
         "load_average": os.getloadavg()}
-    atomic_write_json(settings.bench_root / "benchmarks" / "bounds_cost.json", figures)
+    atomic_write_json(settings.bench_root / "benchmarks" / f"{args.name}.json", figures)
     for step in STEPS:
         print(f"{step:7} before {medians['before'][step]:7.2f} s  after "
               f"{medians['after'][step]:7.2f} s  ratio "
