@@ -186,6 +186,15 @@ def _disk_full(exc: OSError, root: Path) -> bool:
     return st.f_bavail * st.f_frsize < 1 << 20
 
 
+def _bench_full(r: _Run, exc: OSError) -> SandbenchError | None:
+    """The error that says how to go on when `exc` means the bench root is full."""
+    if not _disk_full(exc, r.settings.bench_root):
+        return None
+    return SandbenchError(f"the bench root {r.settings.bench_root} is full", why=str(exc),
+                          fix=f"free space, then: sandbench run {r.plan.suite.name} "
+                              f"--resume {r.run_dir}")
+
+
 def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path | None = None,
             jobs: int = 1, only: list[str] | None = None, progress: Progress | None = None,
             exec_path: str | None = None, members: list[engine_pool.Member] | None = None,
@@ -328,9 +337,8 @@ def _status_on_failure(r: _Run, data: RunDoc) -> Iterator[None]:
         raise
     except OSError as exc:
         run_document.write_status(r.run_dir, data, run_document.FAILED)
-        if _disk_full(exc, r.settings.bench_root):
-            raise SandbenchError(f"the bench root {r.settings.bench_root} is full",
-                                 why=str(exc), fix=f"free space, then: {resume_fix}") from exc
+        if (full := _bench_full(r, exc)) is not None:
+            raise full from exc
         raise
     except (EngineError, cells.SandboxLost) as exc:
         run_document.write_status(r.run_dir, data, run_document.FAILED)
@@ -342,10 +350,17 @@ def _status_on_failure(r: _Run, data: RunDoc) -> Iterator[None]:
 
 
 def _finish(r: _Run, data: RunDoc) -> None:
-    """The pristine copy must be as it was before the run; then the run is complete."""
+    """The pristine copy must be as it was before the run; then the run is complete. When
+    the bench root has no room for the last run.json, the run stays resumable: every cell is
+    done, and the resume only finishes it."""
     before = data.corpus.pristine_digest_before
     unchanged = data.finished(corpus.tree_digest(r.pristine))
-    run_document.write(r.run_dir, data)
+    try:
+        run_document.write(r.run_dir, data)
+    except OSError as exc:
+        if (full := _bench_full(r, exc)) is not None:
+            raise full from exc
+        raise
     if not unchanged:
         raise SandbenchError(f"the pristine copy of {r.pin.id!r} changed during the run",
                              why=f"tree digest {before} before, "
