@@ -83,23 +83,23 @@ def _member(url: str, site: RemoteSite | None = None) -> engine_pool.Member:
     return engine_pool.Member(url, None, {"id": url}, site=site)  # type: ignore[arg-type]
 
 
-def _host() -> RemoteSite:
-    host = RemoteSite(None, "engine-b", "run-1", "sha256:agent")  # type: ignore[arg-type]
-    host.helper_path = "/var/lib/docker/volumes/w/_data/helper/sandbench-exec-0123"
-    return host
+def _site() -> RemoteSite:
+    site = RemoteSite(None, "engine-b", "run-1", "sha256:agent")  # type: ignore[arg-type]
+    site.helper_path = "/var/lib/docker/volumes/w/_data/helper/sandbench-exec-0123"
+    return site
 
 
 def test_the_factory_chooses_by_the_engine_member(tmp_path: Path, here: str) -> None:
     local_arm = placement.for_arm(_member(here), "rg", tmp_path / "rg", tmp_path)
-    there = placement.for_arm(_member("ssh://b", _host()), "rg", tmp_path / "rg", tmp_path)
+    there = placement.for_arm(_member("ssh://b", _site()), "rg", tmp_path / "rg", tmp_path)
     assert isinstance(local_arm, local.LocalPlacement) and local_arm.work == tmp_path / "rg"
     assert isinstance(there, other_host.OtherHostPlacement) and there.arm == "rg"
     assert isinstance(placement.mounted_helper(), local.LocalHelper)
-    assert isinstance(placement.mounted_helper(_member("ssh://b", _host())),
+    assert isinstance(placement.mounted_helper(_member("ssh://b", _site())),
                       other_host.OtherHostHelper)
     assert placement.engine_facts(_member(here)) == {}
-    assert placement.engine_facts(_member("ssh://b", _host())) == {
-        "work_volume": "sandbench-work-run-1", "helper_path": _host().helper_path}
+    assert placement.engine_facts(_member("ssh://b", _site())) == {
+        "work_volume": "sandbench-work-run-1", "helper_path": _site().helper_path}
 
 
 class _PodHelper:
@@ -172,10 +172,10 @@ def test_what_each_placement_needs_on_its_engine_comes_from_the_placement(here: 
     assert placement.engine_images(there) == (remote.AGENT_IMAGE,)
     placement.open_engine(this_host, None, "run-1")  # type: ignore[arg-type]
     assert this_host.site is None
-    opened = _member("ssh://b", _host())
+    opened = _member("ssh://b", _site())
     placement.open_engine(opened, None, "run-1")  # type: ignore[arg-type]  # already open
     assert isinstance(opened.site, RemoteSite)
-    assert placement.mounted_helper(opened).source(Path("/x")) == Path(_host().helper_path)
+    assert placement.mounted_helper(opened).source(Path("/x")) == Path(_site().helper_path)
     assert placement.mounted_helper().source(Path("/x")) == Path("/x")
 
 
