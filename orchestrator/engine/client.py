@@ -11,8 +11,7 @@ exec, attach) are never retried: their side effects have begun by the time they 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import closing
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -80,17 +79,6 @@ class Engine:
         own_trust(api, self._tls)
         return api
 
-    def _relayed(self, what: str, timeout_s: float,
-                 open_stream: Callable[[docker.APIClient], Iterable[T]]) -> Iterator[T]:
-        """A stream read as it comes, on a client of its own closed once it is read: opened
-        by `open_stream` (never retried), every failure sandbench's error naming `what`."""
-        with closing(self._stream_client(timeout_s)) as api:
-            stream = self._call(what, open_stream, api, retry=False)
-            try:
-                yield from stream
-            except ENGINE_FAILURES as exc:
-                raise translate(what, exc) from exc
-
     # -- the engine itself ------------------------------------------------------------------
 
     def info(self) -> dict[str, Any]:
@@ -135,10 +123,19 @@ class Engine:
         """The decoded progress of one build (no cache, no pull; no network for its RUN steps
         when `offline`); never retried. The engine's own error arrives as a chunk with an
         "error" key."""
-        return self._relayed(f"build {context.name}", timeout_s, lambda api: api.build(
-            path=str(context), tag=tag, buildargs=dict(build_args), labels=dict(labels),
-            rm=True, forcerm=True, pull=False, nocache=True, decode=True, target=target,
-            network_mode="none" if offline else None))
+        api = self._stream_client(timeout_s)
+        try:
+            stream = self._call(f"build {context.name}", api.build, path=str(context), tag=tag,
+                                buildargs=dict(build_args), labels=dict(labels), rm=True,
+                                forcerm=True, pull=False, nocache=True, decode=True,
+                                target=target, network_mode="none" if offline else None,
+                                retry=False)
+            try:
+                yield from stream
+            except ENGINE_FAILURES as exc:
+                raise translate(f"build {context.name}", exc) from exc
+        finally:
+            api.close()
 
     def tag(self, image_id: str, repository: str, tag: str) -> None:
         self._call(f"tag {repository}:{tag}", self._api.tag, image_id, repository, tag,
@@ -257,8 +254,16 @@ class Engine:
                    timeout_s: float = STREAM_TIMEOUT_S) -> Iterator[bytes]:
         """The tar archive of `path` in the container, as it streams (never retried: it is
         read as it comes)."""
-        return self._relayed(f"copy {path} out of {container_id[:12]}", timeout_s,
-                             lambda api: api.get_archive(container_id, path)[0])
+        api = self._stream_client(timeout_s)
+        try:
+            stream, _ = self._call(f"copy {path} out of {container_id[:12]}",
+                                   api.get_archive, container_id, path, retry=False)
+            try:
+                yield from stream
+            except ENGINE_FAILURES as exc:
+                raise translate(f"copy {path} out of {container_id[:12]}", exc) from exc
+        finally:
+            api.close()
 
     def copy_in(self, container_id: str, path: str, archive: IO[bytes],
                 timeout_s: float = STREAM_TIMEOUT_S) -> None:
