@@ -75,14 +75,16 @@ class Member:
     imported: dict[str, float] = field(default_factory=dict)  # image -> seconds to bring
     # What the engine's placement opened there for the run (placement.open_engine), if any.
     site: object | None = None
+    # Whether it shares this host's file systems, decided once: the placement chosen for its
+    # arms must not change when the engine dies and its socket goes with it.
+    local: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.local = on_this_host(self.url)
 
     @property
     def id(self) -> str:
         return str(self.facts["id"])
-
-    @property
-    def local(self) -> bool:
-        return on_this_host(self.url)
 
 
 def facts(engine: Engine, url: str) -> dict[str, Any]:
