@@ -15,7 +15,7 @@ from typing import Any
 from orchestrator import mcp, parsers
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
-from orchestrator.kinds import INPUT_KEY, KINDS, PLACEHOLDER
+from orchestrator.kinds import COMMON_PLACEHOLDERS, INPUT_KEY, KINDS, PLACEHOLDER
 from orchestrator.mcp import ToolCall
 from orchestrator.sandbox_spec import GIB, MIB, Limits
 from orchestrator.shared_checks import check_schema, load_schema
@@ -28,7 +28,6 @@ MIB_LIMITS = {"memory_mib": "memory_bytes", "tmp_mib": "tmp_bytes", "state_mib":
               "out_mib": "out_bytes", "corpus_margin_mib": "corpus_margin_bytes"}
 # The placeholders each kind's argv may use; {ext} and {lang} come from the task's language.
 PLACEHOLDERS = {kind: {key} for kind, key in INPUT_KEY.items()}
-COMMON_PLACEHOLDERS = {"ext", "lang"}
 DEFAULT_SETUP_TIMEOUT_S = 1800.0
 DEFAULT_INITIALIZE_TIMEOUT_S = 600.0
 

@@ -96,8 +96,9 @@ def _run_cells(r: _Run, a: ArmPlan, box: Sandbox) -> None:
         if done(cell):
             continue
         task = tasks[task_id]
-        rec = box.exec(a.spec.render(task.kind, task.values), _fresh(cell),
-                       timeout_s=r.plan.suite.timeout_s, durable=False)
+        # The task's own command for this arm (what a publication ran), else the arm's template.
+        argv = task.command_argv(a.name) or a.spec.render(task.kind, task.values)
+        rec = box.exec(argv, _fresh(cell), timeout_s=r.plan.suite.timeout_s, durable=False)
         r.progress(a.name, f"{task_id}/{rep}", rec.outcome)
         _stop_if_lost(r, a, rec)
 

@@ -17,5 +17,8 @@ ALL_KINDS = (*KINDS, *EDGE_KINDS)
 # table and of the {placeholder} an arm's argv (or MCP call) puts it in.
 INPUT_KEY = {"locate": "ticket", "e2e-retrieval": "ticket", "references": "symbol",
              "impact": "seed", "call-edges": "project", "test-edges": "project"}
+# The placeholders every kind's argv (or a task's own command) may use besides its input key:
+# the extension and name of the task's language.
+COMMON_PLACEHOLDERS = frozenset({"ext", "lang"})
 # A {placeholder} in an argv or MCP call template.
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

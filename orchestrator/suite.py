@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from orchestrator import corpus, importgraph, parsers
 from orchestrator.corpus.git import clean_git
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
-from orchestrator.kinds import ALL_KINDS, EDGE_KINDS, INPUT_KEY
+from orchestrator.kinds import ALL_KINDS, COMMON_PLACEHOLDERS, EDGE_KINDS, INPUT_KEY, PLACEHOLDER
 from orchestrator.settings import Settings
 from orchestrator.shared_checks import number, repo_path
 
@@ -41,7 +42,21 @@ BAND_KEYS = {"references_correct_recall", "references_correct_max_outside",
 # The Rust edges family's thresholds (the methodology's, registered before any run): a cell of
 # an edge kind is correct when both hold, partial when one does. Required with edge tasks.
 EDGE_BAND_KEYS = {"edges_correct_precision", "edges_correct_recall"}
-TASK_KEYS = {"id", "kind", "language", "explanation", "input", "truth"}
+TASK_KEYS = {"id", "kind", "language", "explanation", "input", "truth", "commands"}
+# A task's own command for an arm ([commands.ARM]): exactly one of argv and script, how its
+# output is read, and where its answer is when it prints several calls' outputs.
+COMMAND_KEYS = {"argv", "script", "output", "sections", "answer_section"}
+COMMAND_OUTPUTS = ("tool", "file-list")
+# The placeholder a task's command has beyond an arm template's: the corpus root in the sandbox.
+CORPUS_ROOT = "/corpus"
+# What a task's script runs after: `call ARGV...` prints one `sandbench-call: ARGV` line on
+# stderr (a newline in a word printed as a space, so one call is one line), then runs ARGV
+# with its status. Only calls made through it count (orchestrator/parsers: calls).
+SCRIPT_PRELUDE = """call() {
+    printf 'sandbench-call: %s\\n' "$(printf '%s ' "$@" | tr '\\n\\r' '  ')" >&2
+    "$@"
+}
+"""
 TRUTH_KEYS = {"locate": ({"primary"}, {"touched", "types"}),
               "references": ({"core"}, {"admissible"}),
               "impact": ({"graded"}, set()),
@@ -60,6 +75,28 @@ PARSERS_PACKAGE = parsers.__name__
 
 
 @dataclass(frozen=True)
+class TaskCommand:
+    """The command a task gives one arm instead of the arm's template (what a publication ran):
+    an argv, or a script run as `/bin/sh -c` after SCRIPT_PRELUDE; how its output is read
+    (`tool`: the arm's parser, `file-list`: one path per line); and, when it prints several
+    calls' outputs, the separator line between them and which section is the answer."""
+
+    argv: tuple[str, ...] | None
+    script: str | None
+    output: str = "tool"
+    sections: str | None = None
+    answer_section: str | int = "last"
+
+    def render(self, values: dict[str, str]) -> list[str]:
+        """What runs: every {placeholder} filled (in a script, as one shell-quoted word)."""
+        if self.argv is not None:
+            return [PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in self.argv]
+        assert self.script is not None
+        script = PLACEHOLDER.sub(lambda m: shlex.quote(values[m.group(1)]), self.script)
+        return ["/bin/sh", "-c", SCRIPT_PRELUDE + script]
+
+
+@dataclass(frozen=True)
 class Task:
     id: str
     kind: str
@@ -68,11 +105,18 @@ class Task:
     input: dict[str, str]
     truth: dict[str, Any]
     path: Path
+    commands: dict[str, TaskCommand] = field(default_factory=dict)  # arm -> its own command
 
     @property
     def values(self) -> dict[str, str]:
         """What the arm's argv placeholders are filled with."""
         return {**self.input, "ext": LANGUAGES[self.language], "lang": self.language}
+
+    def command_argv(self, arm: str) -> list[str] | None:
+        """The argv of the task's own command for `arm`, or None: the arm's template runs."""
+        command = self.commands.get(arm)
+        return None if command is None else command.render({**self.values,
+                                                            "corpus": CORPUS_ROOT})
 
     def truth_paths(self) -> list[str]:
         paths: list[str] = []
@@ -177,7 +221,55 @@ def load_task(path: Path) -> Task:
         raise _bad(path, "truth.graded", "files beyond the seed", inputs["seed"])
     return Task(id=data["id"], kind=kind, language=data["language"],
                 explanation=data["explanation"], input=dict(inputs), truth=dict(truth),
-                path=path)
+                path=path, commands=_commands(path, kind, data.get("commands", {})))
+
+
+def _commands(path: Path, kind: str, table: Any) -> dict[str, TaskCommand]:
+    """[commands.ARM] tables: each checked whole (which arms exist is the suite's to check)."""
+    if not isinstance(table, dict):
+        raise _bad(path, "commands", "a table of [commands.ARM] tables", table)
+    if table and kind in EDGE_KINDS:
+        raise _bad(path, "commands", f"absent: a {kind} task is graded on the edges an arm's "
+                   "own parser reads, not on a command's rows", sorted(table))
+    allowed = {INPUT_KEY[kind], *COMMON_PLACEHOLDERS, "corpus"}
+    return {arm: _command(path, f"commands.{arm}", spec, allowed) for arm, spec in table.items()}
+
+
+def _command(path: Path, key: str, spec: Any, allowed: set[str]) -> TaskCommand:
+    if not isinstance(spec, dict):
+        raise _bad(path, key, "a table with argv or script", spec)
+    if unknown := sorted(set(spec) - COMMAND_KEYS):
+        raise _bad(path, f"{key}.{unknown[0]}", f"one of {sorted(COMMAND_KEYS)}", unknown[0])
+    if ("argv" in spec) == ("script" in spec):
+        raise _bad(path, key, "exactly one of argv (a list) and script (sh text)",
+                   sorted(k for k in ("argv", "script") if k in spec))
+    argv, script = spec.get("argv"), spec.get("script")
+    if argv is not None and (not isinstance(argv, list) or not argv or not all(
+            isinstance(part, str) for part in argv) or not argv[0]):
+        raise _bad(path, f"{key}.argv", "a non-empty list of strings, the program first", argv)
+    if script is not None and (not isinstance(script, str) or not script.strip()):
+        raise _bad(path, f"{key}.script", "non-empty sh text", script)
+    for text in argv or [script]:
+        for name in PLACEHOLDER.findall(text):
+            if name not in allowed:
+                raise _bad(path, f"{key}.{'argv' if argv else 'script'}",
+                           f"placeholders among {sorted(allowed)}", "{" + name + "}")
+    output = spec.get("output", "tool")
+    if output not in COMMAND_OUTPUTS:
+        raise _bad(path, f"{key}.output", f"one of {list(COMMAND_OUTPUTS)}", output)
+    sections = spec.get("sections")
+    if sections is not None and (not isinstance(sections, str) or not sections.strip()
+                                 or "\n" in sections or "\r" in sections):
+        raise _bad(path, f"{key}.sections", "the separator line (non-empty, one line)", sections)
+    answer = spec.get("answer_section", "last")
+    if "answer_section" in spec and sections is None:
+        raise _bad(path, f"{key}.answer_section", "absent: without sections the whole output "
+                   "is the answer", answer)
+    if answer != "last" and (not isinstance(answer, int) or isinstance(answer, bool)
+                             or answer < 1):
+        raise _bad(path, f"{key}.answer_section", '"last" or a 1-based section number', answer)
+    return TaskCommand(argv=None if argv is None else tuple(argv), script=script, output=output,
+                       sections=sections, answer_section=answer)
 
 
 def known_suites(suites_dir: Path) -> list[str]:
@@ -233,6 +325,7 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
     tasks = tuple(load_task(p) for p in sorted((folder / "tasks").glob("*.toml")))
     if not tasks:
         raise InputError(f"{folder / 'tasks'}: the suite has no tasks", file=str(folder))
+    _check_commands(suites_dir.parent, tasks, arms)
     if edge_tasks := [t for t in tasks if t.kind in EDGE_KINDS]:
         if oracle is None or not oracle.edges:
             raise _bad(path, "oracle.edges", f"true: task {edge_tasks[0].id} is graded against "
@@ -290,6 +383,27 @@ def _check_project(path: Path, project: Path, corpus_id: str, arms: list[str]) -
     for arm in arms:
         if not (spec := project / "arms" / f"{arm}.toml").is_file():
             raise _bad(path, "arms", f"arms with a spec file ({spec} is missing)", arm)
+
+
+def _check_commands(project: Path, tasks: Iterable[Task], arms: list[str]) -> None:
+    """Each task's [commands.ARM] names one of the suite's arms, and (where the project's arm
+    specs are at hand) a command-line arm that attempts the task's kind: an MCP arm sends one
+    tools/call, it runs no command; an arm that declares the kind not attempted runs none."""
+    for task in tasks:
+        for arm in task.commands:
+            key = f"commands.{arm}"
+            if arm not in arms:
+                raise _bad(task.path, key, f"one of the suite's arms {arms}", arm)
+            spec = project / "arms" / f"{arm}.toml"
+            if not spec.is_file():
+                continue
+            data = read_toml(spec)
+            if data.get("protocol", "cli") != "cli":
+                raise _bad(task.path, key, f"a command-line arm ({spec} has protocol = "
+                           f"{data.get('protocol')!r}: it sends a tools/call, not a command)", arm)
+            if task.kind not in data.get("tasks", {}):
+                raise _bad(task.path, key, f"an arm that attempts {task.kind} tasks ({spec} has "
+                           f"no [tasks.{task.kind}])", arm)
 
 
 def check_truth_at_pin(suite: Suite, pristine: Path) -> None:

@@ -28,7 +28,15 @@ Shared conventions:
   absolute path, an empty one or one with a ``..`` segment is a `ParseError`.
 - **Calls.** A multi-call strategy prints one ``sandbench-call: <argv>`` line on stderr before
   each call; ``calls`` is the number of such lines, and 1 when there are none (a plain command
-  is one call).
+  is one call). A task's own script (``[commands.ARM] script``) counts exactly its marked
+  calls, none included.
+- **Banners.** A tool that prints fixed lines before its answer (aider's cold-cache notice) has
+  its own parser module declaring them, exactly, in ``banners``; only leading lines equal to
+  one are skipped (`skip_banners`). There is no blanket skip: any other line stays the
+  tool's output, read or refused as such.
+- **Shapes.** A task's own command may declare its output a bare file list, or sections split
+  at a separator line with one of them the answer (`_shapes.py`, `parse_output`); the scorer
+  reads every cell through `parse_output`, which for an arm's own template is the parser.
 """
 
 from __future__ import annotations
@@ -92,10 +100,33 @@ class OutputParser(Protocol):
 
 # -- shared helpers ---------------------------------------------------------------------------
 
+def marked_calls(stderr: bytes) -> int:
+    """The number of ``sandbench-call:`` lines on stderr."""
+    return sum(1 for line in stderr.splitlines() if line.startswith(CALL_MARKER))
+
+
 def count_calls(stderr: bytes) -> int:
     """The number of ``sandbench-call:`` lines on stderr; 1 when a command printed none."""
-    marked = sum(1 for line in stderr.splitlines() if line.startswith(CALL_MARKER))
-    return marked or 1
+    return marked_calls(stderr) or 1
+
+
+def skip_banners(stdout: bytes, banners: tuple[str, ...]) -> bytes:
+    """stdout without its leading lines that equal one of `banners` exactly (a trailing CR
+    aside); the first other line and everything after it are kept. Linear: a line is looked
+    at only up to the longest banner's length."""
+    wanted = {banner.encode() for banner in banners}
+    longest = max((len(banner) for banner in wanted), default=0)
+    start = 0
+    while wanted and start < len(stdout):
+        end = stdout.find(b"\n", start, start + longest + 2)
+        if end < 0:
+            if len(stdout) - start > longest + 1:
+                break
+            end = len(stdout)
+        if stdout[start:end].removesuffix(b"\r") not in wanted:
+            break
+        start = end + 1
+    return stdout[start:]
 
 
 def decode(data: bytes) -> str:
@@ -202,7 +233,10 @@ def get_parser(name: str) -> OutputParser:
                          known=sorted(PARSERS)) from None
 
 
+# The output shapes of a task's own command; a helper module, imported once the core above is.
+from orchestrator.parsers._shapes import Shape, parse_output  # noqa: E402
+
 __all__ = ["CALL_MARKER", "CORPUS_PREFIX", "PARSERS", "RANKED_KINDS", "Edge", "OutputParser",
-           "ParseError", "Parsed", "Row", "check_kind", "clipped", "count_calls", "decode",
-           "get_parser", "json_values", "line_value", "module_name", "reason", "repo_path",
-           "require"]
+           "ParseError", "Parsed", "Row", "Shape", "check_kind", "clipped", "count_calls",
+           "decode", "get_parser", "json_values", "line_value", "marked_calls", "module_name",
+           "parse_output", "reason", "repo_path", "require", "skip_banners"]

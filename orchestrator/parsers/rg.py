@@ -61,8 +61,8 @@ class RgParser:
             elif (kind in RANKED_KINDS and _rg_count(line)) or _rg_binary_notice(line):
                 continue
             else:
-                raise ParseError(f"rg: line {number} is not path:line:text: {clipped(line)}",
-                                 parser=self.name, at=number)
+                raise ParseError(f"{self.name}: line {number} is not path:line:text: "
+                                 f"{clipped(line)}", parser=self.name, at=number)
         return Parsed(tuple(rows), count_calls(stderr))
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator import line_index
+from orchestrator import line_index, parsers
 from orchestrator.errors import InputError
 from orchestrator.kinds import EDGE_KINDS
 from orchestrator.score import correctness, cost, edges, reach, timing
@@ -39,7 +39,17 @@ def blank(arm: str, task: Task) -> dict[str, Any]:
     return {"arm": arm, "task": task.id, "kind": task.kind, "verdict": None, "failure": None,
             "parse_error": None, "unscored": None, "not_attempted": None, "argv": None,
             "grade": None, "cost": None, "calls": None, "reach": None, "timing": None,
-            "flags": [], **({"edges": None} if task.kind in EDGE_KINDS else {})}
+            "flags": [], "command": None, **({"edges": None} if task.kind in EDGE_KINDS else {})}
+
+
+def output_shape(task: Task, arm: str) -> parsers.Shape:
+    """How the cell's output is read: as the task's own command for the arm declares (sealed
+    in the task file), else by the arm's parser."""
+    command = task.commands.get(arm)
+    if command is None:
+        return parsers.Shape()
+    return parsers.Shape(output=command.output, sections=command.sections,
+                         answer_section=command.answer_section, script=command.script is not None)
 
 
 def _flags(reps: Sequence[Any]) -> list[str]:
@@ -58,8 +68,6 @@ def _flags(reps: Sequence[Any]) -> list[str]:
 
 def score_cell(inputs: RunInputs, arm_name: str, task: Task,
                index: line_index.LineIndex) -> dict[str, Any]:
-    from orchestrator import parsers
-
     cell = blank(arm_name, task)
     arm = next(a for a in inputs.arms if a.name == arm_name)
     skipped = arm.not_attempted.get(task.kind)
@@ -76,6 +84,7 @@ def score_cell(inputs: RunInputs, arm_name: str, task: Task,
     reps = inputs.reps[(arm_name, task.id)]
     cold = reps[0]
     cell["argv"] = list(cold.record.argv)
+    cell["command"] = "task" if arm_name in task.commands else "arm"
     cell["flags"] = _flags(reps)
     cell["timing"] = timing.cell_timing([timing.sample(r.rep, r.record) for r in reps])
     if cold.record.outcome == "sandbox-unavailable":
@@ -92,7 +101,8 @@ def score_cell(inputs: RunInputs, arm_name: str, task: Task,
     else:
         parser = parsers.get_parser(arm.parser)
         try:
-            parsed = parser.parse(stdout, inputs.stderr(cold), task.kind)
+            parsed = parsers.parse_output(parser, stdout, inputs.stderr(cold), task.kind,
+                                          output_shape(task, arm_name))
             found_reach = reach.task_reach(parsed.rows, index)
         except parsers.ParseError as err:
             cell["failure"] = "parse-error"
