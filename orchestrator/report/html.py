@@ -222,6 +222,22 @@ def _edges(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [_section("Edges", *parts)]
 
 
+def _task_commands(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The cells that ran their task file's own command for the arm instead of the arm's
+    template, as in the Markdown document: a section only when there are some."""
+    by_arm: dict[str, list[str]] = {}
+    for c in scores["cells"]:
+        if c.get("command") == "task":
+            by_arm.setdefault(c["arm"], []).append(c["task"])
+    if not by_arm:
+        return []
+    items = "".join(f"<li>{_e(arm)}: {_e(', '.join(tasks))}</li>" for arm, tasks in by_arm.items())
+    return [_section("Task-given commands",
+                     _p("These cells ran the command their sealed task file gives the arm "
+                        "([commands.ARM]), not the arm's own template; each task's table shows "
+                        "the exact command."), f"<ul>{items}</ul>")]
+
+
 def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
     suite, corpus, manifest = scores["suite"], scores["corpus"], scores["manifest"]
     not_attempted = tables.not_attempted(scores)
@@ -249,6 +265,7 @@ def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
                  html_table(not_attempted) if not_attempted[1] else "",
                  _p(f"Declarations for kinds this suite has no task of ({', '.join(elsewhere)}) "
                     "are left out.") if elsewhere else ""),
+        *_task_commands(scores),
         _section("Tasks", _p("Every task, with the exact command each arm ran and its "
                              "verdict; open one to see its table. The per-arm notes (files "
                              "missed or outside the truth, rows that do not reach) are in the "

@@ -215,6 +215,23 @@ def _not_attempted(scores: Mapping[str, Any]) -> str:
         md_table(table), md(note)) if p)
 
 
+def _task_commands(scores: Mapping[str, Any]) -> list[str]:
+    """The cells that ran their task file's own command for the arm instead of the arm's
+    template (a published command reproduced): a section only when there are some."""
+    by_arm: dict[str, list[str]] = {}
+    for c in scores["cells"]:
+        if c.get("command") == "task":
+            by_arm.setdefault(c["arm"], []).append(c["task"])
+    if not by_arm:
+        return []
+    return [_section("Task-given commands",
+                     "These cells ran the command their sealed task file gives the arm "
+                     "(`[commands.ARM]`), not the arm's own template; each task's table shows "
+                     "the exact command.",
+                     "\n".join(f"- {md(arm)}: {', '.join(code(t) for t in tasks)}"
+                               for arm, tasks in by_arm.items()))]
+
+
 def _corpus(corpus: Mapping[str, Any]) -> str:
     languages = ", ".join(f"{md(k)} {md(v)}" for k, v in sorted(corpus["languages"].items()))
     before = (corpus["pristine_digest_before"] or "n/a")[:16]
@@ -251,6 +268,7 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
                  "Where the methodology leaves a choice, the sealed suite declares it; quoted "
                  "from its suite.toml:", _declarations(scores)),
         _section("Not attempted", _not_attempted(scores)),
+        *_task_commands(scores),
         _section("Tasks", "Every task, with the exact command each arm ran and its verdict. "
                  "Recall and precision are raw, so a reader can regrade under other bands.",
                  *(_task_section(scores, t) for t in scores["tasks"])),
