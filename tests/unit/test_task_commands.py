@@ -277,3 +277,17 @@ def test_skip_banners_without_banners_is_the_identity() -> None:
     assert parsers.skip_banners(data, ()) is data
     assert parsers.skip_banners(b"", ("a",)) == b""
     assert parsers.skip_banners(b"a\na\nb\na\n", ("a",)) == b"b\na\n"
+
+
+def test_aiders_cold_output_on_a_large_corpus_is_read_by_its_own_parser() -> None:
+    """A real cold cell (tests/unit/parser_fixtures/README.md): the rg parser, which the arm
+    named before, refuses it at its banner; the arm's own parser reads every row after it."""
+    out = (REPO / "tests/unit/parser_fixtures/aider-repomap/locate-jobservice-cold.stdout"
+           ).read_bytes()
+    assert out.startswith(AIDER_BANNER.encode() + b"\n")
+    with pytest.raises(ParseError, match="rg: line 1 "):
+        RG.parse(out, b"", "locate")
+    parsed = AIDER.parse(out, b"", "locate")
+    assert len(parsed.rows) == out.count(b"\n") - 1 == 45 and parsed.calls == 1
+    assert parsed.rows[0] == Row("src/MassTransit/JobService/Configuration/JobSagaSettings.cs",
+                                 9, "JobSagaSettings")
