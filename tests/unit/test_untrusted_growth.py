@@ -25,12 +25,15 @@ from typing import Any
 import pytest
 
 from orchestrator import execproto, mcp, parsers
+from orchestrator.parsers import Shape
+from orchestrator.parsers.aider_repomap import BANNERS
 from orchestrator.oracle import rust_sites, scip
 from orchestrator.score import environment
 from orchestrator.untrusted import decode
 from orchestrator.untrusted.errors import HostileInput
 from tests.unit.test_oracle_truth import _varint, document, index, occurrence
 
+AIDER_BANNER = BANNERS[0].encode() + b"\n"
 GROWTH = 2.5
 REPEATS = 3
 RETRY_REPEATS = 5
@@ -74,6 +77,17 @@ def parse(name: str, kind: str = "references") -> Callable[[Any], object]:
 
     def run(stdout: bytes) -> object:
         return _quiet(parser.parse, stdout, b"", kind)
+    return run
+
+
+def shaped(shape: Shape, on_stderr: bool = False) -> Callable[[Any], object]:
+    """parse_output of a task command's declared shape (rg's parser where the tool reads) on
+    the input as stdout, or with `on_stderr` as stderr (a script's call lines)."""
+    parser = parsers.PARSERS["rg"]
+
+    def run(data: bytes) -> object:
+        streams = (b"", data) if on_stderr else (data, b"")
+        return _quiet(parsers.parse_output, parser, *streams, "impact", shape)
     return run
 
 
@@ -188,6 +202,28 @@ CASES = [
     Case("rg", "one long row", lambda n: _b(_repeat("x", n, "src/a.rs:12:")), parse("rg")),
     Case("rg", "many rows", lambda n: _b(_repeat(ROWS, n)), parse("rg"), MIB // 2),
     Case("rg", "giant line number", lambda n: b"a.rs:" + b"9" * n + b":x", parse("rg")),
+    # -- aider-repomap (rg's rows after aider's banner lines) --------------------------------
+    Case("aider-repomap", "many banners", lambda n: _repeat(AIDER_BANNER, n, b"") + b"a.py:1:f\n",
+         parse("aider-repomap", "locate")),
+    Case("aider-repomap", "near-banner first line", lambda n: _b(_repeat("I", n)),
+         parse("aider-repomap", "locate")),
+    Case("aider-repomap", "many rows", lambda n: AIDER_BANNER + _b(_repeat(ROWS, n)),
+         parse("aider-repomap", "locate"), MIB // 2),
+    # -- parsers.parse_output: a task command's file list, sections, call lines -------------
+    Case("parsers.parse_output", "many paths", lambda n: _b(_repeat("/corpus/src/a.cs\n", n)),
+         shaped(Shape(output="file-list"))),
+    Case("parsers.parse_output", "blank lines", lambda n: b"\n" * n,
+         shaped(Shape(output="file-list"))),
+    Case("parsers.parse_output", "many separators", lambda n: _b(_repeat("----\n", n)),
+         shaped(Shape(output="file-list", sections="----"))),
+    Case("parsers.parse_output", "near separators", lambda n: _b(_repeat("----x\r\n", n)),
+         shaped(Shape(output="file-list", sections="----", answer_section=2))),
+    Case("parsers.parse_output", "sections of rows", lambda n: _b(_repeat(ROWS + "----\n", n)),
+         shaped(Shape(sections="----", answer_section=3))),
+    Case("parsers.parse_output", "one long line", lambda n: _b(_repeat("-", n)),
+         shaped(Shape(output="file-list", sections="----"))),
+    Case("parsers.parse_output", "call lines",
+         lambda n: _b(_repeat("sandbench-call: rg -l x\n", n)), shaped(Shape(script=True), True)),
     # -- ast-grep ----------------------------------------------------------------------------
     Case("ast-grep", "deep nesting", DEEP, parse("ast-grep")),
     Case("ast-grep", "escaped quotes", ESCAPES, parse("ast-grep")),
