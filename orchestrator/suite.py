@@ -47,6 +47,8 @@ TASK_KEYS = {"id", "kind", "language", "explanation", "input", "truth", "command
 # output is read, and where its answer is when it prints several calls' outputs.
 COMMAND_KEYS = {"argv", "script", "output", "sections", "answer_section"}
 COMMAND_OUTPUTS = ("tool", "file-list")
+# A {placeholder} in a script; `${name}` is the shell's own expansion, left to it.
+SCRIPT_PLACEHOLDER = re.compile(r"(?<!\$)" + PLACEHOLDER.pattern)
 # The placeholder a task's command has beyond an arm template's: the corpus root in the sandbox.
 CORPUS_ROOT = "/corpus"
 # What a task's script runs after: `call ARGV...` prints one `sandbench-call: ARGV` line on
@@ -77,7 +79,8 @@ PARSERS_PACKAGE = parsers.__name__
 @dataclass(frozen=True)
 class TaskCommand:
     """The command a task gives one arm instead of the arm's template (what a publication ran):
-    an argv, or a script run as `/bin/sh -c` after SCRIPT_PRELUDE; how its output is read
+    an argv, or a script run as `/bin/sh -c` after SCRIPT_PRELUDE (its {placeholders} become
+    shell-quoted words; `${name}` stays the shell's); how its output is read
     (`tool`: the arm's parser, `file-list`: one path per line); and, when it prints several
     calls' outputs, the separator line between them and which section is the answer."""
 
@@ -92,7 +95,7 @@ class TaskCommand:
         if self.argv is not None:
             return [PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in self.argv]
         assert self.script is not None
-        script = PLACEHOLDER.sub(lambda m: shlex.quote(values[m.group(1)]), self.script)
+        script = SCRIPT_PLACEHOLDER.sub(lambda m: shlex.quote(values[m.group(1)]), self.script)
         return ["/bin/sh", "-c", SCRIPT_PRELUDE + script]
 
 
@@ -249,8 +252,9 @@ def _command(path: Path, key: str, spec: Any, allowed: set[str]) -> TaskCommand:
         raise _bad(path, f"{key}.argv", "a non-empty list of strings, the program first", argv)
     if script is not None and (not isinstance(script, str) or not script.strip()):
         raise _bad(path, f"{key}.script", "non-empty sh text", script)
+    pattern = PLACEHOLDER if argv is not None else SCRIPT_PLACEHOLDER
     for text in argv or [script]:
-        for name in PLACEHOLDER.findall(text):
+        for name in pattern.findall(text):
             if name not in allowed:
                 raise _bad(path, f"{key}.{'argv' if argv else 'script'}",
                            f"placeholders among {sorted(allowed)}", "{" + name + "}")

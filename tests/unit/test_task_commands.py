@@ -85,6 +85,15 @@ def test_a_script_gets_the_prelude_and_each_placeholder_as_one_quoted_word(
     assert (command.output, command.sections, command.answer_section) == ("file-list", "----", 2)
 
 
+def test_a_scripts_own_braced_variables_are_the_shells(tmp_path: Path) -> None:
+    task = _task(tmp_path, "[commands.rg]\nscript = 'x={symbol}; echo \"${x}\" ${HOME:+h}'\n")
+    argv = task.command_argv("rg")
+    assert argv is not None and argv[2].endswith("x=Money; echo \"${x}\" ${HOME:+h}")
+    ran = subprocess.run(argv, capture_output=True, text=True, check=True,
+                         env={"HOME": "/nowhere"})
+    assert ran.stdout == "Money h\n"
+
+
 def test_call_runs_its_command_with_its_status_and_one_line_per_call() -> None:
     script = suite.SCRIPT_PRELUDE + ('call sh -c "exit 3"; echo "status $?"; '
                                      'a=$(call printf "one\ntwo"); echo "$a"; call true')
