@@ -42,7 +42,8 @@ BAND_KEYS = {"references_correct_recall", "references_correct_max_outside",
 # The Rust edges family's thresholds (the methodology's, registered before any run): a cell of
 # an edge kind is correct when both hold, partial when one does. Required with edge tasks.
 EDGE_BAND_KEYS = {"edges_correct_precision", "edges_correct_recall"}
-TASK_KEYS = {"id", "kind", "language", "explanation", "input", "truth", "commands"}
+TASK_KEYS = {"id", "kind", "language", "explanation", "input", "truth"}
+OPTIONAL_TASK_KEYS = {"commands"}
 # A task's own command for an arm ([commands.ARM]): exactly one of argv and script, how its
 # output is read, and where its answer is when it prints several calls' outputs.
 COMMAND_KEYS = {"argv", "script", "output", "sections", "answer_section"}
@@ -180,8 +181,9 @@ def _str_list(path: Path, key: str, value: Any, allow_empty: bool) -> list[str]:
 
 def load_task(path: Path) -> Task:
     data = read_toml(path)
-    if unknown := sorted(set(data) - TASK_KEYS):
-        raise _bad(path, unknown[0], f"one of {sorted(TASK_KEYS)}", unknown[0])
+    if unknown := sorted(set(data) - TASK_KEYS - OPTIONAL_TASK_KEYS):
+        raise _bad(path, unknown[0], f"one of {sorted(TASK_KEYS | OPTIONAL_TASK_KEYS)}",
+                   unknown[0])
     for key in ("id", "kind", "language", "explanation"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise _bad(path, key, "a non-empty string", data.get(key))

@@ -35,8 +35,8 @@ Shared conventions:
   one are skipped (`skip_banners`). There is no blanket skip: any other line stays the
   tool's output, read or refused as such.
 - **Shapes.** A task's own command may declare its output a bare file list, or sections split
-  at a separator line with one of them the answer (`_shapes.py`, `parse_output`); the scorer
-  reads every cell through `parse_output`, which for an arm's own template is the parser.
+  at a separator line with one of them the answer (`_shapes.parse_output`); the scorer reads
+  every cell through it, which for an arm's own template is the arm's parser alone.
 """
 
 from __future__ import annotations
@@ -233,10 +233,7 @@ def get_parser(name: str) -> OutputParser:
                          known=sorted(PARSERS)) from None
 
 
-# The output shapes of a task's own command; a helper module, imported once the core above is.
-from orchestrator.parsers._shapes import Shape, parse_output  # noqa: E402
-
 __all__ = ["CALL_MARKER", "CORPUS_PREFIX", "PARSERS", "RANKED_KINDS", "Edge", "OutputParser",
-           "ParseError", "Parsed", "Row", "Shape", "check_kind", "clipped", "count_calls",
-           "decode", "get_parser", "json_values", "line_value", "marked_calls", "module_name",
-           "parse_output", "reason", "repo_path", "require", "skip_banners"]
+           "ParseError", "Parsed", "Row", "check_kind", "clipped", "count_calls", "decode",
+           "get_parser", "json_values", "line_value", "marked_calls", "module_name", "reason",
+           "repo_path", "require", "skip_banners"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import line_index, parsers
+from orchestrator.parsers import _shapes
 from orchestrator.errors import InputError
 from orchestrator.kinds import EDGE_KINDS
 from orchestrator.score import correctness, cost, edges, reach, timing
@@ -42,13 +43,13 @@ def blank(arm: str, task: Task) -> dict[str, Any]:
             "flags": [], "command": None, **({"edges": None} if task.kind in EDGE_KINDS else {})}
 
 
-def output_shape(task: Task, arm: str) -> parsers.Shape:
+def output_shape(task: Task, arm: str) -> _shapes.Shape:
     """How the cell's output is read: as the task's own command for the arm declares (sealed
     in the task file), else by the arm's parser."""
     command = task.commands.get(arm)
     if command is None:
-        return parsers.Shape()
-    return parsers.Shape(output=command.output, sections=command.sections,
+        return _shapes.Shape()
+    return _shapes.Shape(output=command.output, sections=command.sections,
                          answer_section=command.answer_section, script=command.script is not None)
 
 
@@ -101,7 +102,7 @@ def score_cell(inputs: RunInputs, arm_name: str, task: Task,
     else:
         parser = parsers.get_parser(arm.parser)
         try:
-            parsed = parsers.parse_output(parser, stdout, inputs.stderr(cold), task.kind,
+            parsed = _shapes.parse_output(parser, stdout, inputs.stderr(cold), task.kind,
                                           output_shape(task, arm_name))
             found_reach = reach.task_reach(parsed.rows, index)
         except parsers.ParseError as err:

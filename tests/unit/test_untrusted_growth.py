@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from orchestrator import execproto, mcp, parsers
-from orchestrator.parsers import Shape
+from orchestrator.parsers._shapes import Shape, parse_output
 from orchestrator.parsers.aider_repomap import BANNERS
 from orchestrator.oracle import rust_sites, scip
 from orchestrator.score import environment
@@ -87,7 +87,7 @@ def shaped(shape: Shape, on_stderr: bool = False) -> Callable[[Any], object]:
 
     def run(data: bytes) -> object:
         streams = (b"", data) if on_stderr else (data, b"")
-        return _quiet(parsers.parse_output, parser, *streams, "impact", shape)
+        return _quiet(parse_output, parser, *streams, "impact", shape)
     return run
 
 
@@ -209,20 +209,20 @@ CASES = [
          parse("aider-repomap", "locate")),
     Case("aider-repomap", "many rows", lambda n: AIDER_BANNER + _b(_repeat(ROWS, n)),
          parse("aider-repomap", "locate"), MIB // 2),
-    # -- parsers.parse_output: a task command's file list, sections, call lines -------------
-    Case("parsers.parse_output", "many paths", lambda n: _b(_repeat("/corpus/src/a.cs\n", n)),
+    # -- parsers._shapes.parse_output: a task command's file list, sections, call lines ------
+    Case("parse_output", "many paths", lambda n: _b(_repeat("/corpus/src/a.cs\n", n)),
          shaped(Shape(output="file-list"))),
-    Case("parsers.parse_output", "blank lines", lambda n: b"\n" * n,
+    Case("parse_output", "blank lines", lambda n: b"\n" * n,
          shaped(Shape(output="file-list"))),
-    Case("parsers.parse_output", "many separators", lambda n: _b(_repeat("----\n", n)),
+    Case("parse_output", "many separators", lambda n: _b(_repeat("----\n", n)),
          shaped(Shape(output="file-list", sections="----"))),
-    Case("parsers.parse_output", "near separators", lambda n: _b(_repeat("----x\r\n", n)),
+    Case("parse_output", "near separators", lambda n: _b(_repeat("----x\r\n", n)),
          shaped(Shape(output="file-list", sections="----", answer_section=2))),
-    Case("parsers.parse_output", "sections of rows", lambda n: _b(_repeat(ROWS + "----\n", n)),
+    Case("parse_output", "sections of rows", lambda n: _b(_repeat(ROWS + "----\n", n)),
          shaped(Shape(sections="----", answer_section=3))),
-    Case("parsers.parse_output", "one long line", lambda n: _b(_repeat("-", n)),
+    Case("parse_output", "one long line", lambda n: _b(_repeat("-", n)),
          shaped(Shape(output="file-list", sections="----"))),
-    Case("parsers.parse_output", "call lines",
+    Case("parse_output", "call lines",
          lambda n: _b(_repeat("sandbench-call: rg -l x\n", n)), shaped(Shape(script=True), True)),
     # -- ast-grep ----------------------------------------------------------------------------
     Case("ast-grep", "deep nesting", DEEP, parse("ast-grep")),
