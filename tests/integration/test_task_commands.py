@@ -131,3 +131,13 @@ def test_a_task_given_argv_and_chain_run_and_are_disclosed(
         assert "impact-order" in section and "locate-bulk-threshold" not in section
         assert "ast-grep" not in section
     assert json.loads((run_dir / "scores.json").read_text())["cells"] == scores["cells"]
+
+    # A resume runs the chain's unrecorded cell again with the same command.
+    (cell_dir / "record.json").unlink()
+    assert run.execute(engine, settings, "demo", resume=run_dir) == run_dir
+    assert read_record(cell_dir / "record.json").argv == record.argv
+    again = scorer.score_run(run_dir, settings.suite_dir("demo"), update=True)
+    resumed = next(c for c in again["cells"] if (c["arm"], c["task"]) == ("rg", "impact-order"))
+    # (rg lists files in the order its threads finish: the same files, perhaps reordered)
+    assert (resumed["command"], resumed["calls"], sorted(resumed["grade"]["answer"])) == (
+        "task", 4, sorted(chain["grade"]["answer"]))
