@@ -300,3 +300,41 @@ def test_aiders_cold_output_on_a_large_corpus_is_read_by_its_own_parser() -> Non
     assert len(parsed.rows) == out.count(b"\n") - 1 == 45 and parsed.calls == 1
     assert parsed.rows[0] == Row("src/MassTransit/JobService/Configuration/JobSagaSettings.cs",
                                  9, "JobSagaSettings")
+
+
+# -- the scorer's shape of a cell, and the report's disclosure ------------------------------------
+
+def test_a_cell_is_read_as_its_tasks_command_declares(tmp_path: Path) -> None:
+    from orchestrator.score.cell import output_shape
+    task = _task(tmp_path, '[commands.rg]\nscript = "call rg -l x {corpus}"\n'
+                           'output = "file-list"\nsections = "----"\nanswer_section = 2\n')
+    assert output_shape(task, "rg") == Shape(output="file-list", sections="----",
+                                             answer_section=2, script=True)
+    assert output_shape(task, "ast-grep") == Shape()
+    argv_task = _task(tmp_path, '[commands.rg]\nargv = ["rg", "-l", "x", "{corpus}"]\n')
+    assert output_shape(argv_task, "rg") == Shape()
+
+
+def test_the_report_names_the_cells_that_ran_a_task_given_command(tmp_path: Path) -> None:
+    from test_score_fixtures import Cell, RunBuilder, rg_rows
+
+    from orchestrator.report.html import render_html
+    from orchestrator.report.markdown import render_markdown
+    from orchestrator.score import compute
+
+    b = RunBuilder(tmp_path)
+    b.cells[("rg", "ref-money")] = Cell(rg_rows("src/a.cs:2:Money"))
+    b.build()
+    scores, _ = compute(b.run_dir, b.suite_dir)
+    assert {c["command"] for c in scores["cells"]} <= {"arm", None}
+    before = (render_markdown(scores), render_html(scores))
+    assert "Task-given commands" not in before[0] + before[1]  # none ran: no section
+    for cell in scores["cells"]:
+        if (cell["arm"], cell["task"]) in {("rg", "ref-money"), ("rg", "imp-a")}:
+            cell["command"] = "task"
+    markdown, html = render_markdown(scores), render_html(scores)
+    assert "\n## Task-given commands\n" in markdown
+    assert "\n- rg: `ref-money`, `imp-a`\n" in markdown or \
+        "\n- rg: `imp-a`, `ref-money`\n" in markdown
+    assert '<section id="task-given-commands">' in html
+    assert "<li>rg: ref-money, imp-a</li>" in html or "<li>rg: imp-a, ref-money</li>" in html
