@@ -118,7 +118,9 @@ def unstable_shares(cells: Sequence[dict[str, Any]], arm_names: Sequence[str]
     for arm in arm_names:
         graded = [c for c in cells if c["arm"] == arm and c["verdict"] in correctness.VERDICTS]
         unstable = [c["task"] for c in graded if c["unstable"]]
+        not_graded = sum(r["not_graded"] is not None for c in graded for r in c["reps"])
         out[arm] = {"graded": len(graded), "unstable": len(unstable),
+                    "reps_not_graded": not_graded,
                     "share": r6(Fraction(len(unstable), len(graded))) if graded else None,
                     "tasks": unstable}
     return out

@@ -50,7 +50,7 @@ def blank(arm: str, task: Task) -> dict[str, Any]:
 FLAGS = {
     "output-varies": "the reps whose exec succeeded did not all print the same stdout bytes "
                      "(for a tool that prints in thread order, its order varies); whether the "
-                     "grade varies too is the cell's `unstable`",
+                     "grade varies too is the cell's unstable",
     "warm-failures": "at least one warm rep (REP 1 and on) did not end ok (timeout, "
                      "nonzero exit, ...), whatever the cold rep did",
     "stdout-truncated": "the cold rep's stdout passed the bound on what is kept: the cell is "

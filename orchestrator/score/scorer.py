@@ -236,8 +236,9 @@ DEFINITIONS = {**{f"correct.{k}": v for k, v in correctness.DEFINITIONS.items()}
                **{f"flag.{k}": v for k, v in {**cell.RECORD_FLAGS, **cell.FLAGS}.items()},
                "flag.outlier": "a warm timing sample whose modified z-score over its cell's "
                                "warm samples exceeds the bound (Wall time)",
-               "unstable": "the graded reps of a cell do not all have the same verdict, "
-                           "recall and precision: its grade depends on which rep is graded",
+               "unstable": "a cell whose graded reps do not all have the same verdict, "
+                           "recall and precision: its grade depends on which rep is graded, "
+                           "and a rerun may not reproduce it",
                **{f"not_graded.{k}": v for k, v in cell.NOT_GRADED.items()},
                "published": published.DEFINITION}
 
