@@ -230,7 +230,9 @@ def _grading_sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
                             _list(grading.unstable_cells(scores))))
     if grading.has_published(scores):
         out.append(_section("Published figures",
-                            _p(scores["definitions"].get("published", "") + "."),
+                            _p("Figures a publication reported for a cell (its task's "
+                               "[published.ARM]) against this run. Compared: "
+                               + scores["definitions"].get("published", "") + "."),
                             html_table(grading.published(scores)),
                             _list(grading.published_notes(scores))))
     return out

@@ -218,7 +218,9 @@ def _published(scores: Mapping[str, Any]) -> str:
     if not grading.has_published(scores):
         return ""
     return _section("Published figures",
-                    md(scores["definitions"].get("published", "")) + ".",
+                    "Figures a publication reported for a cell (its task's [published.ARM]) "
+                    "against this run. Compared: "
+                    + md(scores["definitions"].get("published", "")) + ".",
                     md_table(grading.published(scores)),
                     "\n".join(f"- {md(line)}" for line in grading.published_notes(scores)))
 
