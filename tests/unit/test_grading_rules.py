@@ -429,3 +429,32 @@ def test_rules_are_replaced_only_by_what_a_task_declares() -> None:
     rules = GradingRules(cut="none", over_cap="banded")
     assert rules.over({}) is rules
     assert rules.over({"cut": "top_k"}) == replace(rules, cut="top_k")
+
+
+# -- existing suites grade as before ----------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_every_existing_suite_declares_no_rule_and_grades_by_the_defaults() -> None:
+    from orchestrator.suite import known_suites
+    names = known_suites(REPO / "suites")
+    assert "demo" in names
+    for name in names:
+        loaded = load_suite(REPO / "suites", name)
+        assert loaded.grading == GradingRules() and loaded.grading_declared == (), name
+        assert all(loaded.rules(t) == GradingRules() for t in loaded.tasks), name
+
+
+def test_the_golden_run_keeps_every_grade(tmp_path: Path) -> None:
+    """Whatever keys scores.json gained, re-scoring the golden run reproduces each committed
+    cell's verdict, failure, recall and precision (the self-check's facts)."""
+    import shutil
+    golden = REPO / "tests" / "golden"
+    run = tmp_path / "demo-run"
+    shutil.copytree(golden / "demo-run", run, ignore=shutil.ignore_patterns("scores.json",
+                                                                            "results.md"))
+    scores = score_run(run, golden / "suites" / "demo")
+    committed = json.loads((golden / "demo-run" / "scores.json").read_text())
+    assert scorer.self_check(committed, scores) == []
+    assert all(c["graded_rep"] in (None, 0) for c in scores["cells"])
