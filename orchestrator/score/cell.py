@@ -183,11 +183,16 @@ def grade_warm(inputs: RunInputs, arm: ArmRun, task: Task, reps: Sequence[Rep],
         if rep.record.outcome == "sandbox-unavailable":
             out.append((rep, None, "sandbox-unavailable"))
             continue
-        if (graded := known.get(same(rep))) is None:
+        if (graded := known.get(same(rep))) is None and rep.record.outcome != "ok":
+            graded = grade_reading(inputs, task, Reading(failure=rep.record.outcome))
+            known[same(rep)] = graded  # a failed exec is wrong whatever it printed
+        if graded is None:
             if not _streams_kept(rep):
                 if inputs.suite.rules(task).cell_grade == "worst":
                     raise InputError(f"{rep.cell_dir}: the streams of this rep are missing, "
                                      f"and task {task.id} takes the worst grade over its reps",
+                                     fix="score the run directory as the run left it, every "
+                                         "rep's streams beside its record",
                                      file=str(rep.cell_dir))
                 out.append((rep, None, "streams-not-kept"))
                 continue
