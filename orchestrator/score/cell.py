@@ -22,7 +22,7 @@ from orchestrator.score import correctness, cost, edges, reach, timing
 from orchestrator.score.inputs import ArmRun, Rep, RunInputs
 from orchestrator.score.numbers import r6
 from orchestrator.suite import Task
-from orchestrator.transcripts import OUTCOMES
+from orchestrator.transcripts import OUTCOMES, RECORD_NAME
 from orchestrator.untrusted.decode import clip
 from orchestrator.untrusted.errors import HostileInput
 
@@ -162,8 +162,19 @@ def _rep_entry(rep: int, graded: RepGrade | None, not_graded: str | None) -> dic
 
 
 def _streams_kept(rep: Rep) -> bool:
-    return all((rep.cell_dir / getattr(rep.record, s).path).is_file()
-               for s in ("stdout", "stderr"))
+    """Whether a warm rep's streams are beside its record, each the size the record says
+    (checked before it is read, as the cold rep's are when the run is loaded)."""
+    kept = True
+    for stream in ("stdout", "stderr"):
+        info = getattr(rep.record, stream)
+        file = rep.cell_dir / info.path
+        if not file.is_file():
+            kept = False
+        elif (size := file.stat().st_size) != info.bytes_kept:
+            raise InputError.bad_value(rep.cell_dir / RECORD_NAME, f"{stream}.bytes_kept",
+                                       str(size), info.bytes_kept,
+                                       fix=f"{file} is not the stream this record describes")
+    return kept
 
 
 def grade_warm(inputs: RunInputs, arm: ArmRun, task: Task, reps: Sequence[Rep],

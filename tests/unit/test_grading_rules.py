@@ -431,7 +431,7 @@ def test_rules_are_replaced_only_by_what_a_task_declares() -> None:
     assert rules.over({"cut": "top_k"}) == replace(rules, cut="top_k")
 
 
-# -- existing suites grade as before ----------------------------------------------------------------
+# -- existing suites grade as before ------------------------------------------------------------
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -458,3 +458,22 @@ def test_the_golden_run_keeps_every_grade(tmp_path: Path) -> None:
     committed = json.loads((golden / "demo-run" / "scores.json").read_text())
     assert scorer.self_check(committed, scores) == []
     assert all(c["graded_rep"] in (None, 0) for c in scores["cells"])
+
+
+def test_a_failed_warm_rep_is_wrong_without_its_streams(tmp_path: Path) -> None:
+    built = RunBuilder(tmp_path, cells={("rg", IMP): Cell(
+        BOTH, warm_outcomes=("timeout", "ok"))}, suite_toml_tail='\n[grading]\n'
+        'cell_grade = "worst"\n').build()
+    for stream in ("stdout", "stderr"):
+        (built.run_dir / "cells" / "rg" / IMP / "1" / stream).unlink()
+    cell_ = _cell(score_run(built.run_dir, built.suite_dir), "rg", IMP)
+    assert (cell_["verdict"], cell_["failure"], cell_["graded_rep"]) == ("wrong", "timeout", 1)
+
+
+def test_a_warm_stream_of_another_size_than_its_record_is_named(tmp_path: Path) -> None:
+    built = _built(tmp_path)
+    stdout = built.run_dir / "cells" / "rg" / IMP / "2" / "stdout"
+    stdout.write_bytes(stdout.read_bytes() * 1000)
+    with pytest.raises(InputError) as err:
+        score_run(built.run_dir, built.suite_dir)
+    assert err.value.data["key"] == "stdout.bytes_kept"
