@@ -30,6 +30,7 @@ from orchestrator.suite import GradingRules, Suite, Task
 CORPUS_MOUNT = "/corpus/"
 VERDICTS = ("correct", "partial", "wrong")
 RANK = {v: i for i, v in enumerate(reversed(VERDICTS))}  # wrong < partial < correct
+FILE_KINDS = ("locate", "references", "impact", "e2e-retrieval")  # the kinds graded here
 
 
 class RowLike(Protocol):
@@ -197,7 +198,7 @@ def precision_cap(task: Task, suite: Suite, rules: GradingRules) -> int:
 
 
 def graded_set(task: Task) -> list[str]:
-    """The files recall is computed over, per kind."""
+    """The files recall is computed over, per kind (one of FILE_KINDS)."""
     if task.kind == "locate":
         primary = task.truth["primary"]
         return [primary, *(t for t in task.truth.get("touched", []) if t != primary)]
@@ -206,7 +207,7 @@ def graded_set(task: Task) -> list[str]:
 
 
 def grade(rows: Sequence[RowLike], task: Task, suite: Suite) -> Grade:
-    if task.kind not in ("locate", "references", "impact", "e2e-retrieval"):
+    if task.kind not in FILE_KINDS:
         raise ValueError(f"no grader for task kind {task.kind!r}")
     rules = suite.rules(task)
     top_k = None if rules.cut == "none" else suite.top_k

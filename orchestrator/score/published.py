@@ -76,7 +76,8 @@ def compare(published: Published, task: Task, cell: Mapping[str, Any],
                                  grade.get("precision") if graded else None))
     if published.graded is not None:
         figures.append(_count("graded", published.graded,
-                              len(correctness.graded_set(task))))
+                              len(correctness.graded_set(task))
+                              if task.kind in correctness.FILE_KINDS else None))
     notes = []
     if cell["verdict"] not in correctness.VERDICTS:
         notes.append(f"the cell is {cell['verdict']} here: nothing to compare but the grade")

@@ -477,3 +477,13 @@ def test_a_warm_stream_of_another_size_than_its_record_is_named(tmp_path: Path) 
     with pytest.raises(InputError) as err:
         score_run(built.run_dir, built.suite_dir)
     assert err.value.data["key"] == "stdout.bytes_kept"
+
+
+def test_an_edge_task_has_no_graded_set_of_files_to_compare() -> None:
+    task = Task(id="t", kind="call-edges", language="rust", explanation="", input={},
+                truth={"rule": "the oracle's"}, path=Path("t.toml"))
+    cell_ = {"arm": "rg", "task": "t", "verdict": "correct", "flags": [],
+             "grade": {"recall": 1.0, "precision": 1.0}}
+    result = published.compare(_fig(grade="correct", lines=0), task, cell_, b"")
+    graded = {f["figure"]: f for f in result["figures"]}["graded"]
+    assert (graded["here"], graded["reproduced"]) == (None, False)
