@@ -79,6 +79,8 @@ def _task_section(scores: Mapping[str, Any], task_id: str) -> str:
             extra.append(f"parse error: {md(c['parse_error'])}")
         if c["flags"]:
             extra.append("flags: " + ", ".join(md(f) for f in c["flags"]))
+        if c.get("unstable"):
+            extra.append("unstable: " + "; ".join(md(grading.rep_grade(r)) for r in c["reps"]))
         if grade.get("missed"):
             extra.append("missed: " + ", ".join(md(p) for p in grade["missed"]))
         if grade.get("outside"):

@@ -400,6 +400,7 @@ def test_the_documents_show_rules_unstable_cells_flags_and_published_figures(
             "1.00, precision 1.00); REP 2 partial (recall 0.50, precision 1.00); the cell's "
             "grade is REP 0's (correct)") in text
     assert "- `output-varies`: the reps whose exec succeeded" in text
+    assert "- rg: unstable: REP 0 correct (recall 1.00, precision 1.00); REP 1 correct" in text
     assert "## Published figures" in text
     assert "no: bytes (" in text and "grade (correct here, partial published)" in text
     page = render_html(scores)
@@ -487,3 +488,20 @@ def test_an_edge_task_has_no_graded_set_of_files_to_compare() -> None:
     result = published.compare(_fig(grade="correct", lines=0), task, cell_, b"")
     graded = {f["figure"]: f for f in result["figures"]}["graded"]
     assert (graded["here"], graded["reproduced"]) == (None, False)
+
+
+def test_the_new_sections_escape_what_they_show(tmp_path: Path) -> None:
+    """A forged scores.json (or a task file's source text) brings no markup into either
+    document: every string of the new sections goes through the renderers' escaping."""
+    built = _built(tmp_path)
+    scores = score_run(built.run_dir, built.suite_dir)
+    forged = "<script>alert(1)</script>| x\n# Heading [l](http://e)"
+    scores["published"] = [{"arm": "rg", "task": IMP, "source": forged, "path_prefix": forged,
+                            "reproduced": False, "notes": [forged],
+                            "figures": [{"figure": "grade", "published": forged,
+                                         "here": forged, "reproduced": False,
+                                         "difference": forged}]}]
+    _cell(scores, "rg", IMP)["reps"][1]["failure"] = forged
+    text, page = render_markdown(scores), render_html(scores)
+    assert "<script>" not in text and "\n# Heading" not in text and "](http" not in text
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
