@@ -3,7 +3,9 @@ every input before any arm runs, so a number can be traced to exactly what produ
 
 `suites/NAME/suite.toml` declares the corpus, the arms, the baseline, the tool under test, the
 reps, the time limit and the choices the methodology leaves open (the impact precision cap,
-where ranked answers are cut, the bands). `suites/NAME/tasks/*.toml` holds one task each.
+where ranked answers are cut, the bands, and in `[grading]` the grading rules).
+`suites/NAME/tasks/*.toml` holds one task each: it may override the suite's grading rules in
+its own `[grading]` and carry, per arm, the figures a publication reported (`[published.ARM]`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 import re
 import shlex
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,7 @@ SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_
 # metric families of the methodology the suite cannot run, each with its quoted reason, and the
 # arm whose facts (version, build, isolation) the disclosure block opens with. Optional because
 # a suite sealed before it existed must still load to be scored; without it those lines are n/a.
-OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted", "tool_under_test"}
+OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted", "tool_under_test", "grading"}
 FAMILIES = ("resolver-precision", "rust-edges", "typescript-reference-parity")
 ORACLE_KEYS = {"arm", "project"}
 ORACLE_OPTIONAL_KEYS = {"edges"}
@@ -43,7 +45,6 @@ BAND_KEYS = {"references_correct_recall", "references_correct_max_outside",
 # an edge kind is correct when both hold, partial when one does. Required with edge tasks.
 EDGE_BAND_KEYS = {"edges_correct_precision", "edges_correct_recall"}
 TASK_KEYS = {"id", "kind", "language", "explanation", "input", "truth"}
-OPTIONAL_TASK_KEYS = {"commands"}
 # A task's own command for an arm ([commands.ARM]): exactly one of argv and script, how its
 # output is read, and where its answer is when it prints several calls' outputs.
 COMMAND_KEYS = {"argv", "script", "output", "sections", "answer_section"}
@@ -60,6 +61,19 @@ SCRIPT_PRELUDE = """call() {
     "$@"
 }
 """
+# Optional in a task: its own grading rules (over the suite's) and the publication's figures.
+OPTIONAL_TASK_KEYS = {"commands", "grading", "published"}
+# The grading rules, each with its choices (the first is the default: today's behaviour), in
+# suite.toml's [grading] and a task's own [grading]; precision_cap_multiple is a whole number.
+GRADING_CHOICES = {"cut": ("top_k", "none"),
+                   "precision_cap": ("absolute", "graded-multiple"),
+                   "over_cap": ("wrong", "banded"),
+                   "cell_grade": ("cold", "worst")}
+GRADING_KEYS = (*GRADING_CHOICES, "precision_cap_multiple")
+VERDICT_NAMES = ("correct", "partial", "wrong")
+PUBLISHED_KEYS = {"source", "lines", "bytes", "path_prefix", "grade"}
+PUBLISHED_OPTIONAL_KEYS = {"recall", "precision", "graded"}
+DECIMAL = re.compile(r"^[0-9]+(?:\.[0-9]+)?$")
 TRUTH_KEYS = {"locate": ({"primary"}, {"touched", "types"}),
               "references": ({"core"}, {"admissible"}),
               "impact": ({"graded"}, set()),
@@ -98,6 +112,54 @@ class TaskCommand:
         assert self.script is not None
         script = SCRIPT_PLACEHOLDER.sub(lambda m: shlex.quote(values[m.group(1)]), self.script)
         return ["/bin/sh", "-c", SCRIPT_PRELUDE + script]
+class GradingRules:
+    """How answers are graded where the methodology leaves it open; the defaults are the
+    grading before the rules could be declared, so a suite declaring none grades as before.
+
+    cut: `top_k` cuts a locate or e2e-retrieval answer at the suite's top_k files, `none`
+    grades it whole. precision_cap: `absolute` is the suite's precision_cap, `graded-multiple`
+    is precision_cap_multiple x the task's graded set. over_cap: an impact answer over the cap
+    is `wrong`, or (`banded`) graded by the bands but at most partial. cell_grade: the cell's
+    grade is its cold invocation's (`cold`, the methodology's) or its reps' lowest (`worst`).
+    """
+
+    cut: str = "top_k"
+    precision_cap: str = "absolute"
+    precision_cap_multiple: int | None = None
+    over_cap: str = "wrong"
+    cell_grade: str = "cold"
+
+    def over(self, overrides: dict[str, Any]) -> GradingRules:
+        """These rules with a task's own overriding them."""
+        return replace(self, **overrides) if overrides else self
+
+    def to_json(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in GRADING_KEYS}
+
+
+@dataclass(frozen=True)
+class Published:
+    """What a publication reported for one cell (arm x task): its output's lines and bytes,
+    with the path prefix its paths had, and its grade; recall and precision as published
+    (`digits`: the decimals printed, the precision they are compared at)."""
+
+    arm: str
+    source: str
+    lines: int
+    bytes: int
+    path_prefix: str
+    grade: str
+    recall: float | None = None
+    recall_digits: int | None = None
+    precision: float | None = None
+    precision_digits: int | None = None
+    graded: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "lines": self.lines, "bytes": self.bytes,
+                "path_prefix": self.path_prefix, "grade": self.grade, "recall": self.recall,
+                "recall_digits": self.recall_digits, "precision": self.precision,
+                "precision_digits": self.precision_digits, "graded": self.graded}
 
 
 @dataclass(frozen=True)
@@ -110,6 +172,8 @@ class Task:
     truth: dict[str, Any]
     path: Path
     commands: dict[str, TaskCommand] = field(default_factory=dict)  # arm -> its own command
+    grading: dict[str, Any] = field(default_factory=dict)  # its own rules over the suite's
+    published: dict[str, Published] = field(default_factory=dict)  # arm -> the publication's
 
     @property
     def values(self) -> dict[str, str]:
@@ -151,6 +215,12 @@ class Suite:
     # family -> (reason, source): a methodology family this suite's corpus calls for but that
     # cannot run here; every run of the suite names it among its deviations.
     families_not_attempted: dict[str, tuple[str, str]] = field(default_factory=dict)
+    grading: GradingRules = GradingRules()
+    grading_declared: tuple[str, ...] = ()  # the [grading] keys suite.toml states
+
+    def rules(self, task: Task) -> GradingRules:
+        """The grading rules of one task: the suite's, with the task's own over them."""
+        return self.grading.over(task.grading)
 
     def truth_file(self) -> Path | None:
         """Where `sandbench truth build` stores the oracle's truth (sealed with the suite)."""
@@ -177,6 +247,92 @@ def _str_list(path: Path, key: str, value: Any, allow_empty: bool) -> list[str]:
         raise _bad(path, key, "a list of repo-relative paths" + ("" if allow_empty else
                    " (non-empty: an empty truth set satisfies every band vacuously)"), value)
     return [repo_path(path, key, v) for v in value]
+
+
+def _grading(path: Path, table: Any) -> dict[str, Any]:
+    """A [grading] table: each key one of the rules, each value one of its choices."""
+    if not isinstance(table, dict):
+        raise _bad(path, "grading", f"a table of {list(GRADING_KEYS)}", table)
+    for key, value in table.items():
+        if key == "precision_cap_multiple":
+            number(path, "grading.precision_cap_multiple", value, "a positive whole number "
+                   "(the cap is this x the task's graded set)", integer=True, minimum=1)
+        elif key in GRADING_CHOICES:
+            if value not in GRADING_CHOICES[key]:
+                raise _bad(path, f"grading.{key}", f"one of {list(GRADING_CHOICES[key])}",
+                           value)
+        else:
+            raise _bad(path, f"grading.{key}", f"one of {list(GRADING_KEYS)}", key)
+    return dict(table)
+
+
+def _check_rules(path: Path, rules: GradingRules, declared: dict[str, Any]) -> None:
+    """The rules a file leaves in force are whole: a multiple of the graded set needs its
+    multiple, and a multiple is read only as one."""
+    if rules.precision_cap == "graded-multiple" and rules.precision_cap_multiple is None:
+        raise _bad(path, "grading.precision_cap_multiple", "a positive whole number "
+                   "(precision_cap = \"graded-multiple\")", None)
+    if rules.precision_cap != "graded-multiple" and "precision_cap_multiple" in declared:
+        raise _bad(path, "grading.precision_cap", "\"graded-multiple\" (precision_cap_multiple "
+                   "is only read with it)", rules.precision_cap)
+
+
+def _digits(path: Path, key: str, value: Any) -> tuple[float, int]:
+    """A published fraction and the decimals it was printed with: a number (its shortest
+    spelling's decimals) or a string of the digits as printed ("1.000" keeps its zeros)."""
+    if isinstance(value, str) and DECIMAL.match(value):
+        number_value, text = float(value), value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        number_value, text = float(value), repr(float(value))
+    else:
+        raise _bad(path, key, "a fraction from 0 to 1, as a number or as printed (\"1.000\")",
+                   value)
+    number(path, key, number_value, "a fraction from 0 to 1", minimum=0, maximum=1)
+    return number_value, len(text.partition(".")[2])
+
+
+def _published(path: Path, table: Any) -> dict[str, Published]:
+    """[published.ARM] tables: the figures a publication reported for that arm's cell."""
+    if not isinstance(table, dict):
+        raise _bad(path, "published", "a table per arm", table)
+    out = {}
+    allowed = PUBLISHED_KEYS | PUBLISHED_OPTIONAL_KEYS
+    for arm, entry in table.items():
+        at = f"published.{arm}"
+        if not isinstance(entry, dict):
+            raise _bad(path, at, f"a table with {sorted(PUBLISHED_KEYS)}", entry)
+        if missing := sorted(PUBLISHED_KEYS - set(entry)):
+            raise _bad(path, f"{at}.{missing[0]}", "present", None)
+        if unknown := sorted(set(entry) - allowed):
+            raise _bad(path, f"{at}.{unknown[0]}", f"one of {sorted(allowed)}", unknown[0])
+        if not isinstance(entry["source"], str) or not entry["source"].strip():
+            raise _bad(path, f"{at}.source", "a non-empty string naming the publication",
+                       entry["source"])
+        for key in ("lines", "bytes"):
+            number(path, f"{at}.{key}", entry[key], "a whole number, 0 or more", integer=True,
+                   minimum=0)
+        prefix = entry["path_prefix"]
+        if not isinstance(prefix, str) or (prefix and (
+                not prefix.endswith("/") or any(c in prefix for c in "\n\r"))):
+            raise _bad(path, f"{at}.path_prefix", "the prefix its paths had, ending in '/' "
+                       "(or empty)", prefix)
+        if entry["grade"] not in VERDICT_NAMES:
+            raise _bad(path, f"{at}.grade", f"one of {list(VERDICT_NAMES)}", entry["grade"])
+        recall = _digits(path, f"{at}.recall", entry["recall"]) if "recall" in entry else None
+        precision = (_digits(path, f"{at}.precision", entry["precision"])
+                     if "precision" in entry else None)
+        if "graded" in entry:
+            number(path, f"{at}.graded", entry["graded"], "a whole number, 0 or more",
+                   integer=True, minimum=0)
+        out[arm] = Published(
+            arm=arm, source=entry["source"], lines=entry["lines"], bytes=entry["bytes"],
+            path_prefix=prefix, grade=entry["grade"],
+            recall=None if recall is None else recall[0],
+            recall_digits=None if recall is None else recall[1],
+            precision=None if precision is None else precision[0],
+            precision_digits=None if precision is None else precision[1],
+            graded=entry.get("graded"))
+    return out
 
 
 def load_task(path: Path) -> Task:
@@ -226,7 +382,9 @@ def load_task(path: Path) -> Task:
         raise _bad(path, "truth.graded", "files beyond the seed", inputs["seed"])
     return Task(id=data["id"], kind=kind, language=data["language"],
                 explanation=data["explanation"], input=dict(inputs), truth=dict(truth),
-                path=path, commands=_commands(path, kind, data.get("commands", {})))
+                path=path, commands=_commands(path, kind, data.get("commands", {})),
+                grading=_grading(path, data.get("grading", {})),
+                published=_published(path, data.get("published", {})))
 
 
 def _commands(path: Path, kind: str, table: Any) -> dict[str, TaskCommand]:
@@ -328,10 +486,18 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
         raise _bad(path, "corpus", "the id of a corpus in corpus.lock", data["corpus"])
     _check_project(path, suites_dir.parent, data["corpus"], arms)
     oracle = _oracle_ref(path, data.get("oracle"))
+    declared = _grading(path, data.get("grading", {}))
+    rules = GradingRules().over(declared)
+    _check_rules(path, rules, declared)
     tasks = tuple(load_task(p) for p in sorted((folder / "tasks").glob("*.toml")))
     if not tasks:
         raise InputError(f"{folder / 'tasks'}: the suite has no tasks", file=str(folder))
     _check_commands(suites_dir.parent, tasks, arms)
+    for task in tasks:
+        _check_rules(task.path, rules.over(task.grading), task.grading)
+        if strangers := sorted(set(task.published) - set(arms)):
+            raise _bad(task.path, f"published.{strangers[0]}", f"one of the suite's arms "
+                       f"{arms}", strangers[0])
     if edge_tasks := [t for t in tasks if t.kind in EDGE_KINDS]:
         if oracle is None or not oracle.edges:
             raise _bad(path, "oracle.edges", f"true: task {edge_tasks[0].id} is graded against "
@@ -344,7 +510,8 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
                  precision_cap=data["precision_cap"], top_k=data["top_k"],
                  bands={k: float(v) for k, v in bands.items()}, tasks=tasks, oracle=oracle,
                  tool_under_test=tool,
-                 families_not_attempted=_families(path, data.get("families_not_attempted", {})))
+                 families_not_attempted=_families(path, data.get("families_not_attempted", {})),
+                 grading=rules, grading_declared=tuple(k for k in GRADING_KEYS if k in declared))
 
 
 def _families(path: Path, table: Any) -> dict[str, tuple[str, str]]:

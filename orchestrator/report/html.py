@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.fsutil import atomic_write_text
-from orchestrator.report import edges, leaders, plots, tables
+from orchestrator.report import edges, grading, leaders, plots, tables
 from orchestrator.report.markdown import TITLE, disclosure
 from orchestrator.report.plots import FONT
 from orchestrator.untrusted.text import terminal, visible
@@ -204,6 +204,48 @@ def _definitions(scores: Mapping[str, Any]) -> str:
     return f"<dl>\n{items}\n</dl>"
 
 
+def _grading_rules(scores: Mapping[str, Any]) -> str:
+    """The grading rules in force, declared or default, and the tasks' own (as in the
+    Markdown document)."""
+    if not grading.has_grading(scores):
+        return ""
+    table = grading.overrides(scores)
+    return "\n".join(p for p in (
+        _p("The grading rules in force (a rule the suite does not declare in [grading] is its "
+           "default, the methodology's):"), html_table(grading.rules(scores)),
+        _p("Tasks that declare their own rules, over the suite's:" if table[1] else
+           "No task declares rules of its own."), html_table(table) if table[1] else "") if p)
+
+
+def _list(lines: Sequence[str]) -> str:
+    return "<ul>" + "".join(f"<li>{_e(line)}</li>" for line in lines) + "</ul>" if lines else ""
+
+
+def _grading_sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Unstable cells and published figures, when scores.json has them."""
+    out = []
+    if grading.has_unstable(scores):
+        out.append(_section("Unstable cells", _p(grading.unstable_text(scores)),
+                            html_table(grading.unstable_shares(scores)),
+                            _list(grading.unstable_cells(scores))))
+    if grading.has_published(scores):
+        out.append(_section("Published figures",
+                            _p("Figures a publication reported for a cell (its task's "
+                               "[published.ARM]) against this run. Compared: "
+                               + scores["definitions"].get("published", "") + "."),
+                            html_table(grading.published(scores)),
+                            _list(grading.published_notes(scores))))
+    return out
+
+
+def _flags(scores: Mapping[str, Any]) -> str:
+    listed = grading.flags(scores)
+    if not listed:
+        return ""
+    items = "\n".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in listed)
+    return _p("Flags a cell can carry:") + f"\n<dl>\n{items}\n</dl>"
+
+
 def _edges(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The Rust edges family's figures and site classes, when the run has edge cells (every
     non-match and miss is in scores.json and the Markdown document)."""
@@ -258,7 +300,8 @@ def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
                  html_table(tables.setup(scores)), _p(scores["definitions"]["setup"] + ".")),
         _section("Choices the suite declares", _p("Quoted from the sealed suite.toml:"),
                  _pre("\n\n".join(suite["declarations"][k]
-                                  for k in sorted(suite["declarations"])))),
+                                  for k in sorted(suite["declarations"]))),
+                 _grading_rules(scores)),
         _section("Not attempted",
                  _p("Excluded from that arm's denominators and counted in its own column.")
                  if not_attempted[1] else _p("Every arm attempts every kind."),
@@ -270,8 +313,9 @@ def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
                              "verdict; open one to see its table. The per-arm notes (files "
                              "missed or outside the truth, rows that do not reach) are in the "
                              "Markdown document beside this page."),
-                 *(_task(scores, t) for t in scores["tasks"])),
+                 _flags(scores), *(_task(scores, t) for t in scores["tasks"])),
         *_edges(scores),
+        *_grading_sections(scores),
         _section("Correctness", shown(tables.correctness(scores), scores)),
         _section("Cost", _p(f"Without a model in the loop: {scores['definitions']['cost.unit']}."),
                  shown(tables.cost(scores), scores),

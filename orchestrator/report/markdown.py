@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from orchestrator.report import edges, leaders, tables
+from orchestrator.report import edges, grading, leaders, tables
 from orchestrator.score.environment import LABELS
 from orchestrator.untrusted.text import markdown_cell, markdown_code, terminal
 from orchestrator.untrusted.text import markdown_code_span as code
@@ -79,6 +79,8 @@ def _task_section(scores: Mapping[str, Any], task_id: str) -> str:
             extra.append(f"parse error: {md(c['parse_error'])}")
         if c["flags"]:
             extra.append("flags: " + ", ".join(md(f) for f in c["flags"]))
+        if c.get("unstable"):
+            extra.append("unstable: " + "; ".join(md(grading.rep_grade(r)) for r in c["reps"]))
         if grade.get("missed"):
             extra.append("missed: " + ", ".join(md(p) for p in grade["missed"]))
         if grade.get("outside"):
@@ -186,6 +188,45 @@ def _declarations(scores: Mapping[str, Any]) -> str:
     return fenced("\n\n".join(quotes[k] for k in sorted(quotes)), "toml")
 
 
+def _grading_rules(scores: Mapping[str, Any]) -> str:
+    """The grading rules in force, declared or default, and the tasks' own."""
+    if not grading.has_grading(scores):
+        return ""
+    table = grading.overrides(scores)
+    return "\n\n".join(p for p in (
+        "The grading rules in force (a rule the suite does not declare in [grading] is its "
+        "default, the methodology's):", md_table(grading.rules(scores)),
+        "Tasks that declare their own rules, over the suite's:" if table[1] else
+        "No task declares rules of its own.", md_table(table) if table[1] else "") if p)
+
+
+def _unstable(scores: Mapping[str, Any]) -> str:
+    if not grading.has_unstable(scores):
+        return ""
+    cells = grading.unstable_cells(scores)
+    return _section("Unstable cells", md(grading.unstable_text(scores)),
+                    md_table(grading.unstable_shares(scores)),
+                    "\n".join(f"- {md(line)}" for line in cells))
+
+
+def _flags(scores: Mapping[str, Any]) -> str:
+    """What each flag a cell can carry means, where the tasks show them."""
+    listed = grading.flags(scores)
+    return ("Flags a cell can carry:\n\n" + "\n".join(f"- {code(k)}: {md(v)}"
+                                                       for k, v in listed)) if listed else ""
+
+
+def _published(scores: Mapping[str, Any]) -> str:
+    if not grading.has_published(scores):
+        return ""
+    return _section("Published figures",
+                    "Figures a publication reported for a cell (its task's [published.ARM]) "
+                    "against this run. Compared: "
+                    + md(scores["definitions"].get("published", "")) + ".",
+                    md_table(grading.published(scores)),
+                    "\n".join(f"- {md(line)}" for line in grading.published_notes(scores)))
+
+
 def _definitions(scores: Mapping[str, Any]) -> str:
     return "\n".join(f"- **{k}**: {v}" for k, v in sorted(scores["definitions"].items()))
 
@@ -266,13 +307,15 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
                  md_table(tables.setup(scores)), scores["definitions"]["setup"] + "."),
         _section("Choices the suite declares",
                  "Where the methodology leaves a choice, the sealed suite declares it; quoted "
-                 "from its suite.toml:", _declarations(scores)),
+                 "from its suite.toml:", _declarations(scores), _grading_rules(scores)),
         _section("Not attempted", _not_attempted(scores)),
         *_task_commands(scores),
         _section("Tasks", "Every task, with the exact command each arm ran and its verdict. "
                  "Recall and precision are raw, so a reader can regrade under other bands.",
-                 *(_task_section(scores, t) for t in scores["tasks"])),
+                 _flags(scores), *(_task_section(scores, t) for t in scores["tasks"])),
         *([edge_section] if (edge_section := _edges(scores)) else []),
+        *([unstable] if (unstable := _unstable(scores)) else []),
+        *([figures] if (figures := _published(scores)) else []),
         _section("Correctness", shown(tables.correctness(scores), scores)),
         _section("Cost",
                  f"Without a model in the loop: {scores['definitions']['cost.unit']}. No "

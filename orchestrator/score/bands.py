@@ -108,3 +108,19 @@ def cost_ratios(cells: Sequence[dict[str, Any]], baseline: str, available: Seque
     return {arm: {band: cost.paired_ratio(costs(baseline, band), costs(arm, band))
                   for band in bands_of(cells)}
             for arm in available if arm != baseline}
+
+
+def unstable_shares(cells: Sequence[dict[str, Any]], arm_names: Sequence[str]
+                    ) -> dict[str, dict[str, Any]]:
+    """Per arm, how many of its graded cells are unstable (their reps' grades differ), and
+    which: a grade that flips between reps is a grade a rerun may not reproduce."""
+    out = {}
+    for arm in arm_names:
+        graded = [c for c in cells if c["arm"] == arm and c["verdict"] in correctness.VERDICTS]
+        unstable = [c["task"] for c in graded if c["unstable"]]
+        not_graded = sum(r["not_graded"] is not None for c in graded for r in c["reps"])
+        out[arm] = {"graded": len(graded), "unstable": len(unstable),
+                    "reps_not_graded": not_graded,
+                    "share": r6(Fraction(len(unstable), len(graded))) if graded else None,
+                    "tasks": unstable}
+    return out

@@ -1,5 +1,7 @@
-"""One cell (arm x task) of a run, scored: graded on its cold invocation (REP 0), with the
-failure or the reason it is unscored or not attempted, its cost, calls, reach and timing.
+"""One cell (arm x task) of a run, scored: every rep graded, the cell's grade the cold
+invocation's (REP 0) or, when the suite declares `cell_grade = "worst"`, the lowest over its
+reps; with the failure or the reason it is unscored or not attempted, and its cost, calls,
+reach and timing (always the cold rep's). A cell whose reps' grades differ is `unstable`.
 
 Whatever a parser raises on a tool's bytes (a bound of `untrusted.decode`, RecursionError,
 MemoryError, a bug) is that cell's `parse-error`, its message in `parse_error`: one arm's
@@ -9,6 +11,7 @@ output changes only its cells.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +20,10 @@ from orchestrator.parsers import _shapes
 from orchestrator.errors import InputError
 from orchestrator.kinds import EDGE_KINDS
 from orchestrator.score import correctness, cost, edges, reach, timing
-from orchestrator.score.inputs import RunInputs
+from orchestrator.score.inputs import ArmRun, Rep, RunInputs
 from orchestrator.score.numbers import r6
 from orchestrator.suite import Task
-from orchestrator.transcripts import OUTCOMES
+from orchestrator.transcripts import OUTCOMES, RECORD_NAME
 from orchestrator.untrusted.decode import clip
 from orchestrator.untrusted.errors import HostileInput
 
@@ -40,7 +43,8 @@ def blank(arm: str, task: Task) -> dict[str, Any]:
     return {"arm": arm, "task": task.id, "kind": task.kind, "verdict": None, "failure": None,
             "parse_error": None, "unscored": None, "not_attempted": None, "argv": None,
             "grade": None, "cost": None, "calls": None, "reach": None, "timing": None,
-            "flags": [], "command": None, **({"edges": None} if task.kind in EDGE_KINDS else {})}
+            "flags": [], "command": None, "graded_rep": None, "reps": [], "unstable": False,
+            **({"edges": None} if task.kind in EDGE_KINDS else {})}
 
 
 def output_shape(task: Task, arm: str) -> _shapes.Shape:
@@ -51,6 +55,32 @@ def output_shape(task: Task, arm: str) -> _shapes.Shape:
         return _shapes.Shape()
     return _shapes.Shape(output=command.output, sections=command.sections,
                          answer_section=command.answer_section, script=command.script is not None)
+
+
+# Every flag a cell can carry, defined: `_flags` emits none that is not here.
+FLAGS = {
+    "output-varies": "the reps whose exec succeeded did not all print the same stdout bytes "
+                     "(for a tool that prints in thread order, its order varies); whether the "
+                     "grade varies too is the cell's unstable",
+    "warm-failures": "at least one warm rep (REP 1 and on) did not end ok (timeout, "
+                     "nonzero exit, ...), whatever the cold rep did",
+    "stdout-truncated": "the cold rep's stdout passed the bound on what is kept: the cell is "
+                        "graded and costed on the bytes kept",
+    "impossible-timing": "a rep's record holds a wall time below zero or longer than the "
+                         "exec around it took: that sample is kept, enters no median",
+}
+# Flags a rep's record carries (transcripts), shown with its timing sample.
+RECORD_FLAGS = {
+    "impossible-timing": FLAGS["impossible-timing"],
+    "stray-processes": "processes an earlier exec left running were killed before this rep "
+                       "started: the rep is flagged, the tool in it is not failed",
+}
+# Why a rep has no grade of its own.
+NOT_GRADED = {
+    "sandbox-unavailable": OUTCOMES["sandbox-unavailable"],
+    "streams-not-kept": "the run directory does not hold this warm rep's stdout and stderr (a "
+                        "trimmed copy of the run): it is not graded",
+}
 
 
 def _flags(reps: Sequence[Any]) -> list[str]:
@@ -64,7 +94,133 @@ def _flags(reps: Sequence[Any]) -> list[str]:
         flags.add("stdout-truncated")
     if any("impossible-timing" in r.record.flags for r in reps):
         flags.add("impossible-timing")
+    assert flags <= FLAGS.keys(), flags - FLAGS.keys()  # every flag defined
     return sorted(flags)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One rep's output as its parser read it: its failure (exec outcome or parse-error) or
+    its rows, edges, calls and (the cold rep's only) reach."""
+
+    failure: str | None = None
+    parse_error: str | None = None
+    rows: Sequence[correctness.RowLike] = ()
+    graph: Sequence[edges.EdgeLike] = ()
+    calls: int | None = None
+    reach: dict[str, Any] | None = None
+
+
+def read_rep(inputs: RunInputs, arm: ArmRun, task: Task, rep: Rep,
+             index: line_index.LineIndex | None) -> Reading:
+    """Parse one rep's stdout (reach too, given the line index); whatever the parser raises
+    on the tool's bytes is this rep's parse-error."""
+    stdout = inputs.stdout(rep)
+    if rep.record.outcome != "ok":
+        return Reading(failure=rep.record.outcome)
+    parser = parsers.get_parser(arm.parser)
+    try:
+        parsed = _shapes.parse_output(parser, stdout, inputs.stderr(rep), task.kind,
+                                      output_shape(task, arm.name))
+        found_reach = None if index is None else reach.task_reach(parsed.rows, index)
+    except parsers.ParseError as err:
+        return Reading(failure="parse-error", parse_error=err.message)
+    except HostileInput as err:  # past a bound of untrusted.decode: its kind says which
+        return Reading(failure="parse-error", parse_error=str(err))
+    except Exception as err:  # noqa: BLE001 - the tool's bytes fail this cell alone
+        return Reading(failure="parse-error",
+                       parse_error=f"{type(err).__name__}: {clip(str(err))}")
+    return Reading(rows=parsed.rows, graph=parsed.edges, calls=parsed.calls,
+                   reach=found_reach)
+
+
+@dataclass(frozen=True)
+class RepGrade:
+    """One rep graded: the cell's grade fields as this rep would set them."""
+
+    verdict: str
+    failure: str | None
+    parse_error: str | None
+    grade: dict[str, Any]
+    edges: dict[str, Any] | None
+
+
+def grade_reading(inputs: RunInputs, task: Task, reading: Reading) -> RepGrade:
+    """A reading graded by the task's kind; a failed one is wrong, its grade kept beside."""
+    grade: dict[str, Any]
+    if task.kind in EDGE_KINDS:
+        graded = edges.grade(task.kind, edge_truth(inputs), reading.graph, inputs.suite.bands)
+        grade = {"verdict": graded.verdict, "recall": r6(graded.recall),
+                 "precision": r6(graded.precision), "answer": [],
+                 "files_named": graded.files_named, "hits": [], "missed": [],
+                 "outside": [], "notes": list(graded.notes)}
+        verdict, detail = graded.verdict, graded.detail
+    else:
+        files = correctness.grade(reading.rows, task, inputs.suite)
+        grade, verdict, detail = files.to_json(), files.verdict, None
+    return RepGrade(verdict if reading.failure is None else "wrong", reading.failure,
+                    reading.parse_error, grade, detail)
+
+
+def _rep_entry(rep: int, graded: RepGrade | None, not_graded: str | None) -> dict[str, Any]:
+    if graded is None:
+        return {"rep": rep, "verdict": None, "failure": None, "recall": None,
+                "precision": None, "not_graded": not_graded}
+    return {"rep": rep, "verdict": graded.verdict, "failure": graded.failure,
+            "recall": graded.grade["recall"], "precision": graded.grade["precision"],
+            "not_graded": None}
+
+
+def _streams_kept(rep: Rep) -> bool:
+    """Whether a warm rep's streams are beside its record, each the size the record says
+    (checked before it is read, as the cold rep's are when the run is loaded)."""
+    kept = True
+    for stream in ("stdout", "stderr"):
+        info = getattr(rep.record, stream)
+        file = rep.cell_dir / info.path
+        if not file.is_file():
+            kept = False
+        elif (size := file.stat().st_size) != info.bytes_kept:
+            raise InputError.bad_value(rep.cell_dir / RECORD_NAME, f"{stream}.bytes_kept",
+                                       str(size), info.bytes_kept,
+                                       fix=f"{file} is not the stream this record describes")
+    return kept
+
+
+def grade_warm(inputs: RunInputs, arm: ArmRun, task: Task, reps: Sequence[Rep],
+               cold: RepGrade) -> list[tuple[Rep, RepGrade | None, str | None]]:
+    """Every warm rep graded, each distinct output once: a rep whose record holds the same
+    outcome and stream digests as one graded before has that rep's grade (the same bytes
+    parse and grade the same), so only outputs that differ are parsed again."""
+    def same(rep: Rep) -> tuple[str, ...]:
+        record = rep.record
+        if record.outcome != "ok":
+            return (record.outcome,)
+        return (record.outcome, record.stdout.sha256, record.stderr.sha256)
+
+    known = {same(reps[0]): cold}
+    out: list[tuple[Rep, RepGrade | None, str | None]] = []
+    for rep in reps[1:]:
+        if rep.record.outcome == "sandbox-unavailable":
+            out.append((rep, None, "sandbox-unavailable"))
+            continue
+        if (graded := known.get(same(rep))) is None and rep.record.outcome != "ok":
+            graded = grade_reading(inputs, task, Reading(failure=rep.record.outcome))
+            known[same(rep)] = graded  # a failed exec is wrong whatever it printed
+        if graded is None:
+            if not _streams_kept(rep):
+                if inputs.suite.rules(task).cell_grade == "worst":
+                    raise InputError(f"{rep.cell_dir}: the streams of this rep are missing, "
+                                     f"and task {task.id} takes the worst grade over its reps",
+                                     fix="score the run directory as the run left it, every "
+                                         "rep's streams beside its record",
+                                     file=str(rep.cell_dir))
+                out.append((rep, None, "streams-not-kept"))
+                continue
+            graded = grade_reading(inputs, task, read_rep(inputs, arm, task, rep, None))
+            known[same(rep)] = graded
+        out.append((rep, graded, None))
+    return out
 
 
 def score_cell(inputs: RunInputs, arm_name: str, task: Task,
@@ -94,43 +250,32 @@ def score_cell(inputs: RunInputs, arm_name: str, task: Task,
                             "reason": UNSCORED_KINDS["sandbox-unavailable"]}
         return cell
     cell["cost"] = cost.cell_cost(cold.record)
-    rows: Sequence[correctness.RowLike] = ()
-    graph: Sequence[edges.EdgeLike] = ()
-    stdout = inputs.stdout(cold)
-    if cold.record.outcome != "ok":
-        cell["failure"] = cold.record.outcome
-    else:
-        parser = parsers.get_parser(arm.parser)
-        try:
-            parsed = _shapes.parse_output(parser, stdout, inputs.stderr(cold), task.kind,
-                                          output_shape(task, arm_name))
-            found_reach = reach.task_reach(parsed.rows, index)
-        except parsers.ParseError as err:
-            cell["failure"] = "parse-error"
-            cell["parse_error"] = err.message
-        except HostileInput as err:  # past a bound of untrusted.decode: its kind says which
-            cell["failure"] = "parse-error"
-            cell["parse_error"] = str(err)
-        except Exception as err:  # noqa: BLE001 - the tool's bytes fail this cell alone
-            cell["failure"] = "parse-error"
-            cell["parse_error"] = f"{type(err).__name__}: {clip(str(err))}"
-        else:
-            rows = parsed.rows
-            graph = parsed.edges
-            cell["calls"] = parsed.calls
-            cell["reach"] = found_reach
-    if task.kind in EDGE_KINDS:
-        graded = edges.grade(task.kind, edge_truth(inputs), graph, inputs.suite.bands)
-        cell["edges"] = graded.detail
-        cell["grade"] = {"verdict": graded.verdict, "recall": r6(graded.recall),
-                         "precision": r6(graded.precision), "answer": [],
-                         "files_named": graded.files_named, "hits": [], "missed": [],
-                         "outside": [], "notes": list(graded.notes)}
-        cell["verdict"] = graded.verdict if cell["failure"] is None else "wrong"
-        return cell
-    grade = correctness.grade(rows, task, inputs.suite)
-    cell["grade"] = grade.to_json()
-    cell["verdict"] = grade.verdict if cell["failure"] is None else "wrong"
+    reading = read_rep(inputs, arm, task, cold, index)
+    cell["calls"] = reading.calls
+    cell["reach"] = reading.reach
+    cold_grade = grade_reading(inputs, task, reading)
+    graded = [(cold, cold_grade, None), *grade_warm(inputs, arm, task, reps, cold_grade)]
+    return _settle(cell, graded, inputs.suite.rules(task).cell_grade)
+
+
+def _settle(cell: dict[str, Any], graded: Sequence[tuple[Rep, RepGrade | None, str | None]],
+            cell_grade: str) -> dict[str, Any]:
+    """The cell's grade from its graded reps: the cold rep's, or (`worst`) the lowest, the
+    earliest rep among equals; every rep listed, and whether their grades differ."""
+    cell["reps"] = [_rep_entry(rep.rep, g, why) for rep, g, why in graded]
+    known = [(rep, g) for rep, g, _ in graded if g is not None]
+    cell["unstable"] = len({(g.verdict, g.grade["recall"], g.grade["precision"])
+                            for _, g in known}) > 1
+    rep, chosen = known[0]  # the cold rep: always graded here
+    if cell_grade == "worst":
+        rep, chosen = min(known, key=lambda pair: correctness.RANK[pair[1].verdict])
+    cell["graded_rep"] = rep.rep
+    cell["failure"] = chosen.failure
+    cell["parse_error"] = chosen.parse_error
+    cell["grade"] = chosen.grade
+    cell["verdict"] = chosen.verdict
+    if cell["kind"] in EDGE_KINDS:
+        cell["edges"] = chosen.edges
     return cell
 
 

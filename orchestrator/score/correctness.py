@@ -4,7 +4,10 @@ printed beside every grade so that a reader can regrade under other bands.
 The suite declares what the methodology leaves open, and the grades read it from there:
 `top_k` (a ranked `locate` or `e2e-retrieval` answer is cut at its first top_k distinct
 files), `precision_cap` (an `impact` answer naming more files than this, the seed not
-counted, is over the cap) and the `bands` thresholds.
+counted, is over the cap) and the `bands` thresholds; its `[grading]` rules (a task's own
+over them, `Suite.rules`) say whether answers are cut at all, whether the cap is that number
+or a multiple of the task's graded set, and whether an answer over the cap is wrong or graded
+by the bands at most partial. Declaring none grades as before the rules existed.
 
 An answer is the list of distinct files its rows name, in the order the tool printed them.
 Paths are compared after normalisation (`./` dropped, the arm's `/corpus/` mount prefix
@@ -22,10 +25,12 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from orchestrator.score.numbers import at_least, r6, ratio
-from orchestrator.suite import Suite, Task
+from orchestrator.suite import GradingRules, Suite, Task
 
 CORPUS_MOUNT = "/corpus/"
 VERDICTS = ("correct", "partial", "wrong")
+RANK = {v: i for i, v in enumerate(reversed(VERDICTS))}  # wrong < partial < correct
+FILE_KINDS = ("locate", "references", "impact", "e2e-retrieval")  # the kinds graded here
 
 
 class RowLike(Protocol):
@@ -86,14 +91,24 @@ def _names_type(rows: Sequence[RowLike], files: set[str], types: Sequence[str]) 
                and any(p.search(row.reason) for p in patterns) for row in rows)
 
 
-def grade_locate(rows: Sequence[RowLike], task: Task, top_k: int) -> Grade:
+def _cut(files: list[str], top_k: int | None) -> list[str]:
+    """A ranked answer cut at its first top_k files; whole when the rules say `none`."""
+    return files if top_k is None else files[:top_k]
+
+
+def _cut_notes(files: Sequence[str], top_k: int | None) -> list[str]:
+    return [f"cut at the first {top_k} of {len(files)} files"] \
+        if top_k is not None and len(files) > top_k else []
+
+
+def grade_locate(rows: Sequence[RowLike], task: Task, top_k: int | None) -> Grade:
     files = answer_files(rows)
-    cut = files[:top_k]
+    cut = _cut(files, top_k)
     primary: str = task.truth["primary"]
     touched = [t for t in task.truth.get("touched", []) if t != primary]
     truth = [primary, *touched]
     hits, missed = _split(cut, truth)
-    notes = [f"cut at the first {top_k} of {len(files)} files"] if len(files) > top_k else []
+    notes = _cut_notes(files, top_k)
     if primary in cut:
         verdict = "correct"
     elif any(t in cut for t in touched):
@@ -131,10 +146,11 @@ def grade_references(rows: Sequence[RowLike], task: Task, bands: dict[str, float
 
 
 def grade_impact(rows: Sequence[RowLike], task: Task, precision_cap: int,
-                 bands: dict[str, float]) -> Grade:
+                 bands: dict[str, float], over_cap: str = "wrong") -> Grade:
     """The seed is the question, not part of the answer: it is dropped before grading. An
     answer over the precision cap is wrong, whatever it contains: listing every file of the
-    corpus would otherwise always earn a grade."""
+    corpus would otherwise always earn a grade. Unless the rules say `banded`: then it is
+    graded by the bands and is at most partial, never correct."""
     named = answer_files(rows)
     seed = task.input["seed"]
     files = [f for f in named if f != seed]
@@ -142,11 +158,14 @@ def grade_impact(rows: Sequence[RowLike], task: Task, precision_cap: int,
     hits, missed = _split(files, graded)
     outside = tuple(f for f in files if f not in graded)
     notes = []
-    if len(files) > precision_cap:
-        verdict = "wrong"
+    over = len(files) > precision_cap
+    if over:
         notes.append(f"over the precision cap: {len(files)} files named, the cap is "
-                     f"{precision_cap}")
-    elif not missed:
+                     f"{precision_cap}" + ("; graded by the bands, at most partial"
+                                           if over_cap == "banded" else ""))
+    if over and over_cap != "banded":
+        verdict = "wrong"
+    elif not missed and not over:
         verdict = "correct"
     elif at_least(len(hits), len(graded), bands["impact_partial_fraction"]):
         verdict = "partial"
@@ -156,30 +175,55 @@ def grade_impact(rows: Sequence[RowLike], task: Task, precision_cap: int,
                  tuple(files), len(named), hits, missed, outside, tuple(notes))
 
 
-def grade_e2e_retrieval(rows: Sequence[RowLike], task: Task, top_k: int) -> Grade:
+def grade_e2e_retrieval(rows: Sequence[RowLike], task: Task, top_k: int | None) -> Grade:
     """Retrieval, never a patch: correct when every touched file is in the cut answer,
     partial when at least one is."""
     files = answer_files(rows)
-    cut = files[:top_k]
+    cut = _cut(files, top_k)
     touched: list[str] = list(task.truth["touched"])
     hits, missed = _split(cut, touched)
-    notes = [f"cut at the first {top_k} of {len(files)} files"] if len(files) > top_k else []
+    notes = _cut_notes(files, top_k)
     verdict = "correct" if not missed else "partial" if hits else "wrong"
     return Grade(verdict, ratio(len(hits), len(touched)), ratio(len(hits), len(cut)), tuple(cut),
                  len(files), hits, missed, tuple(f for f in cut if f not in touched),
                  tuple(notes))
 
 
-def grade(rows: Sequence[RowLike], task: Task, suite: Suite) -> Grade:
+def precision_cap(task: Task, suite: Suite, rules: GradingRules) -> int:
+    """The impact cap of one task: the suite's number, or a multiple of its graded set."""
+    if rules.precision_cap == "graded-multiple":
+        assert rules.precision_cap_multiple is not None  # suite.load_suite checks it
+        return rules.precision_cap_multiple * len(task.truth["graded"])
+    return suite.precision_cap
+
+
+def graded_set(task: Task) -> list[str]:
+    """The files recall is computed over, per kind (one of FILE_KINDS)."""
     if task.kind == "locate":
-        return grade_locate(rows, task, suite.top_k)
+        primary = task.truth["primary"]
+        return [primary, *(t for t in task.truth.get("touched", []) if t != primary)]
+    key = {"references": "core", "impact": "graded", "e2e-retrieval": "touched"}[task.kind]
+    return list(task.truth[key])
+
+
+def grade(rows: Sequence[RowLike], task: Task, suite: Suite) -> Grade:
+    if task.kind not in FILE_KINDS:
+        raise ValueError(f"no grader for task kind {task.kind!r}")
+    rules = suite.rules(task)
+    top_k = None if rules.cut == "none" else suite.top_k
+    if task.kind == "locate":
+        return grade_locate(rows, task, top_k)
     if task.kind == "references":
         return grade_references(rows, task, suite.bands)
     if task.kind == "impact":
-        return grade_impact(rows, task, suite.precision_cap, suite.bands)
-    if task.kind == "e2e-retrieval":
-        return grade_e2e_retrieval(rows, task, suite.top_k)
-    raise ValueError(f"no grader for task kind {task.kind!r}")
+        return grade_impact(rows, task, precision_cap(task, suite, rules), suite.bands,
+                            rules.over_cap)
+    return grade_e2e_retrieval(rows, task, top_k)
+
+
+def worst(verdicts: Sequence[str]) -> str:
+    """The lowest of some verdicts: wrong < partial < correct."""
+    return min(verdicts, key=RANK.__getitem__)
 
 
 DEFINITIONS = {
@@ -197,4 +241,22 @@ DEFINITIONS = {
               "impact_partial_fraction of them; precision = share of named files graded",
     "e2e-retrieval": "graded as retrieval, never as a patch: correct: every touched file among "
                      "the first top_k files; partial: at least one; precision over the cut",
+}
+
+# The [grading] rules, each defined once, their defaults (today's grading) named.
+RULE_DEFINITIONS = {
+    "cut": "top_k (default): a locate or e2e-retrieval answer is cut at its first top_k "
+           "files; none: it is graded whole, every file it names",
+    "precision_cap": "absolute (default): an impact answer is over the cap when it names more "
+                     "files than the suite's precision_cap, the seed not counted; "
+                     "graded-multiple: more than precision_cap_multiple x the size of the "
+                     "task's graded set",
+    "over_cap": "wrong (default): an impact answer over the cap is wrong whatever it names; "
+                "banded: it is graded by the bands and is at most partial (with "
+                "impact_partial_fraction 0.5: partial when it names at least half the graded "
+                "set)",
+    "cell_grade": "cold (default, the methodology's): a cell's grade is its cold invocation's "
+                  "(REP 0); worst: the lowest over all its reps (wrong < partial < correct), a "
+                  "rep whose exec failed or whose output did not parse counting as wrong. "
+                  "Every rep is graded either way; cost, calls and reach are the cold rep's",
 }

@@ -10,9 +10,11 @@ What a cell is:
   answer: the arm's tool is not available (`arm-unavailable`), the arm was left out of the
   run (`arm-not-run`), its guards refused it (`guard-violation`), or the sandbox went away during
   the graded exec (`sandbox-unavailable`). Counted on its own.
-- `correct` / `partial` / `wrong`: graded on the cold invocation (REP 0). An exec that failed
-  (any other record outcome) or whose output the arm's parser cannot read (`parse-error`) is
-  `wrong` with its failure kind shown, recall 0, never dropped.
+- `correct` / `partial` / `wrong`: every rep is graded; the cell's grade is the cold
+  invocation's (REP 0), or the lowest over its reps when the suite declares
+  `cell_grade = "worst"`, and a cell whose reps' grades differ is `unstable`. An exec that
+  failed (any other record outcome) or whose output the arm's parser cannot read
+  (`parse-error`) is `wrong` with its failure kind shown, recall 0, never dropped.
 
 One cell is `cell`, the bands `bands`; this module puts the run's sections together, checks a
 re-score against the earlier one and writes scores.json.
@@ -31,9 +33,10 @@ from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.run_document import RunDoc
 from orchestrator.score import (bands, cell, correctness, cost, edges, environment, leaders,
-                                reach, setup, timing)
+                                published, reach, setup, timing)
 from orchestrator.score.inputs import RunInputs, load
 from orchestrator.score.numbers import r6
+from orchestrator.suite import Suite
 
 SCHEMA = "sandbench.scores/1"
 SCORES_NAME = "scores.json"
@@ -56,15 +59,23 @@ def declarations(suite_text: str) -> dict[str, str]:
                     start -= 1
                 quotes[key] = "\n".join(lines[start:i + 1])
                 break
-    try:
-        start = next(i for i, line in enumerate(lines) if line.strip() == "[bands]")
-    except StopIteration:
-        pass
-    else:
+    for table in ("bands", "grading"):
+        try:
+            start = next(i for i, line in enumerate(lines) if line.strip() == f"[{table}]")
+        except StopIteration:
+            continue
         end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("[")),
                    len(lines))
-        quotes["bands"] = "\n".join(line for line in lines[start:end] if line.strip())
+        quotes[table] = "\n".join(line for line in lines[start:end] if line.strip())
     return quotes
+
+
+def grading_section(the_suite: Suite) -> dict[str, Any]:
+    """The grading rules in force (the defaults where the suite declares none), which keys
+    suite.toml declares, and each task's own overrides."""
+    return {"rules": the_suite.grading.to_json(), "declared": list(the_suite.grading_declared),
+            "tasks": {t.id: dict(sorted(t.grading.items()))
+                      for t in the_suite.tasks if t.grading}}
 
 
 def _arm_section(inputs: RunInputs, roots: Sequence[str]) -> dict[str, Any]:
@@ -202,7 +213,8 @@ def _suite_section(inputs: RunInputs) -> dict[str, Any]:
             "reps": the_suite.reps, "timeout_s": r6(the_suite.timeout_s),
             "precision_cap": the_suite.precision_cap, "top_k": the_suite.top_k,
             "bands": {k: r6(v) for k, v in sorted(the_suite.bands.items())},
-            "declarations": declarations(inputs.suite_text)}
+            "declarations": declarations(inputs.suite_text),
+            "grading": grading_section(the_suite)}
 
 
 def _tasks_section(inputs: RunInputs) -> dict[str, Any]:
@@ -219,7 +231,16 @@ DEFINITIONS = {**{f"correct.{k}": v for k, v in correctness.DEFINITIONS.items()}
                                 "quoting the tool's own docs; excluded from that "
                                 "arm's denominators",
                **{f"unscored.{k}": v for k, v in cell.UNSCORED_KINDS.items()},
-               **{f"failure.{k}": v for k, v in cell.FAILURE_KINDS.items()}}
+               **{f"failure.{k}": v for k, v in cell.FAILURE_KINDS.items()},
+               **{f"grading.{k}": v for k, v in correctness.RULE_DEFINITIONS.items()},
+               **{f"flag.{k}": v for k, v in {**cell.RECORD_FLAGS, **cell.FLAGS}.items()},
+               "flag.outlier": "a warm timing sample whose modified z-score over its cell's "
+                               "warm samples exceeds the bound (Wall time)",
+               "unstable": "a cell whose graded reps do not all have the same verdict, "
+                           "recall and precision: its grade depends on which rep is graded, "
+                           "and a rerun may not reproduce it",
+               **{f"not_graded.{k}": v for k, v in cell.NOT_GRADED.items()},
+               "published": published.DEFINITION}
 
 
 def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], line_index.LineIndex]:
@@ -256,6 +277,8 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], line_index.
                      "matches_run": True, "inputs": list(inputs.manifest_rows),
                      "scorer_changed": changed},
         "failures": bands.failure_counts(cells, arm_names),
+        "unstable": bands.unstable_shares(cells, arm_names),
+        "published": published.published_figures(inputs, cells),
         "leaders": leaders.leaders(summary, setups, arm_names, bands.bands_of(cells)),
         "definitions": {**DEFINITIONS, **{f"correct.{k}": v for k, v in edges.DEFINITIONS.items()
                                           if k in bands.bands_of(cells)}},
@@ -274,7 +297,10 @@ def self_check(previous: dict[str, Any], scores: dict[str, Any]) -> list[str]:
     def facts(c: dict[str, Any]) -> dict[str, Any]:
         grade = c.get("grade") or {}
         return {"verdict": c.get("verdict"), "failure": c.get("failure"),
-                "recall": grade.get("recall"), "precision": grade.get("precision")}
+                "recall": grade.get("recall"), "precision": grade.get("precision"),
+                "reps": {r.get("rep"): (r.get("verdict"), r.get("recall"), r.get("precision"))
+                         for r in c["reps"] if r.get("verdict") is not None}
+                if isinstance(c.get("reps"), list) else {}}
 
     old = {key(c): facts(c) for c in previous.get("cells", [])}
     new = {key(c): facts(c) for c in scores["cells"]}
@@ -288,7 +314,17 @@ def self_check(previous: dict[str, Any], scores: dict[str, Any]) -> list[str]:
             for field in ("verdict", "failure", "recall", "precision"):
                 if old[k][field] != new[k][field]:
                     diffs.append(f"{k[0]}/{k[1]}: {field} {old[k][field]} -> {new[k][field]}")
+            diffs += [f"{k[0]}/{k[1]}: REP {i} {was} -> {now}" for i, was, now in
+                      _rep_differences(old[k]["reps"], new[k]["reps"])]
     return diffs
+
+
+def _rep_differences(old: dict[int, Any], new: dict[int, Any]
+                     ) -> list[tuple[int, Any, Any]]:
+    """The reps graded in both scores whose grades differ: a rep graded in one only (scores
+    from before every rep was graded, a copy of the run without the warm streams) has no
+    grade to reproduce."""
+    return [(i, old[i], new[i]) for i in sorted(old.keys() & new.keys()) if old[i] != new[i]]
 
 
 class SelfCheckFailed(SandbenchError):

@@ -100,6 +100,7 @@ class Cell:
     stderr: bytes = b""
     warm_outcomes: tuple[str, ...] | None = None
     flags: tuple[list[str], ...] | None = None
+    warm_stdouts: tuple[bytes, ...] | None = None  # REP 1.. print these (default: stdout)
 
 
 @dataclass
@@ -134,6 +135,8 @@ class RunBuilder:
     deviations: list[str] = field(default_factory=list)
     sealed_overrides: dict[str, str] = field(default_factory=dict)
     tool_under_test: str | None = None  # suite.toml's tool_under_test, when set
+    suite_toml_tail: str = ""  # TOML text appended to suite.toml ([grading], ...)
+    task_toml_tails: dict[str, str] = field(default_factory=dict)  # task id -> TOML appended
 
     @property
     def suite_dir(self) -> Path:
@@ -174,13 +177,15 @@ class RunBuilder:
                            "precision_cap": self.precision_cap, "top_k": self.top_k,
                            "bands": BANDS})
         suite_text = suite_text.replace("precision_cap =", "# impact: the cap.\nprecision_cap =")
+        suite_text += self.suite_toml_tail
         (self.suite_dir / "tasks").mkdir(parents=True)
         (self.suite_dir / "suite.toml").write_text(suite_text)
         (self.suite_dir / "preregistration.md").write_text("# predictions\n")
         for task_id, task in self.tasks.items():
             body = {"id": task_id, "kind": task["kind"], "language": task["language"],
                     "explanation": "hand-made", "input": task["input"], "truth": task["truth"]}
-            (self.suite_dir / "tasks" / f"{task_id}.toml").write_text(toml(body))
+            (self.suite_dir / "tasks" / f"{task_id}.toml").write_text(
+                toml(body) + self.task_toml_tails.get(task_id, ""))
         inputs = {f"suites/mini/{p.relative_to(self.suite_dir).as_posix()}": sha256_file(p)
                   for p in sorted(self.suite_dir.rglob("*")) if p.is_file()}
         specs = {a.name: self.arm_spec(a) for a in self.arms}
@@ -244,8 +249,10 @@ class RunBuilder:
                         cell.warm_outcomes[rep - 1] if cell.warm_outcomes else "ok")
                     wall = cell.walls[rep] if rep < len(cell.walls) else cell.walls[-1]
                     flags = cell.flags[rep] if cell.flags else []
+                    stdout = cell.warm_stdouts[rep - 1] if rep and cell.warm_stdouts \
+                        else cell.stdout
                     self._write_cell(a.name, self.run_dir / "cells" / a.name / task_id /
-                                     str(rep), argv, cell.stdout, cell.stderr, outcome, wall,
+                                     str(rep), argv, stdout, cell.stderr, outcome, wall,
                                      flags)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "run.json").write_text(canonical_json(run))

@@ -257,15 +257,22 @@ def test_a_corrupt_earlier_score_is_named_not_overwritten(built: RunBuilder) -> 
     assert (built.run_dir / "scores.json").read_text() == "{"
 
 
-def test_a_missing_graded_stdout_is_named_and_warm_streams_are_not_needed(
+def test_a_missing_graded_stdout_is_named_and_warm_streams_only_grade_their_reps(
         built: RunBuilder) -> None:
-    score_run(built.run_dir, built.suite_dir)
-    first = (built.run_dir / "scores.json").read_bytes()
+    """Without the warm streams (a trimmed copy of a run) every cell keeps its cold grade;
+    a warm rep whose output differs from every graded one is then not graded, and says why;
+    one whose record holds the cold rep's digests has the cold rep's grade."""
+    first = score_run(built.run_dir, built.suite_dir)
     for warm in (built.run_dir / "cells").glob("*/*/[1-9]"):
         (warm / "stdout").unlink()
         (warm / "stderr").unlink()
-    score_run(built.run_dir, built.suite_dir)
-    assert (built.run_dir / "scores.json").read_bytes() == first
+    again = score_run(built.run_dir, built.suite_dir)
+    strip = ("reps", "unstable")
+    assert [{k: v for k, v in c.items() if k not in strip} for c in again["cells"]] == \
+        [{k: v for k, v in c.items() if k not in strip} for c in first["cells"]]
+    reps = [r for c in again["cells"] for r in c["reps"]]
+    assert {r["not_graded"] for r in reps} == {None, "streams-not-kept"}
+    assert all(r["verdict"] is None for r in reps if r["not_graded"])
     graded = built.run_dir / "cells" / "rg" / "loc-a" / "0" / "stdout"
     graded.unlink()
     (built.run_dir / "scores.json").unlink()

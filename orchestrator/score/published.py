@@ -1,0 +1,106 @@
+"""A task's published figures (`[published.ARM]`) against the cell that ran here: whether the
+publication's line count, payload bytes, grade (and, when it printed them, recall, precision
+and the size of the graded set) are reproduced, and by how much each differs.
+
+Lines and bytes are the cold rep's stdout, the one cost is measured on, after the sandbox's
+corpus mount `/corpus/` at the start of each line is swapped for the prefix the publication's
+paths had: the same tool on the same corpus then prints the same bytes wherever it ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from orchestrator.score import correctness
+from orchestrator.score.inputs import RunInputs
+from orchestrator.score.numbers import r6
+from orchestrator.suite import Published, Task
+
+DEFINITION = ("a task's [published.ARM] figures compared with that cell here: lines and bytes "
+              "of the cold rep's stdout after /corpus/ at the start of each line is swapped "
+              "for the publication's path prefix (lines: newline-ended lines, a last line "
+              "without one counted), the cell's grade, and recall and precision rounded to "
+              "the digits the publication printed; difference = here - published")
+
+
+def swap_prefix(stdout: bytes, prefix: str) -> bytes:
+    """The output as it would read with the publication's path prefix instead of /corpus/."""
+    mount = correctness.CORPUS_MOUNT.encode()
+    new = prefix.encode("utf-8")
+    return b"".join(new + line[len(mount):] if line.startswith(mount) else line
+                    for line in stdout.splitlines(keepends=True))
+
+
+def count_lines(data: bytes) -> int:
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def _figure(name: str, published: Any, here: Any, reproduced: bool,
+            difference: Any) -> dict[str, Any]:
+    return {"figure": name, "published": published, "here": here, "reproduced": reproduced,
+            "difference": difference}
+
+
+def _count(name: str, published: int, here: int | None) -> dict[str, Any]:
+    return _figure(name, published, here, here == published,
+                   None if here is None else here - published)
+
+
+def _fraction(name: str, published: float, digits: int, here: float | None) -> dict[str, Any]:
+    """Compared at the digits the publication printed: 0.0513 reproduces a published 0.051."""
+    if here is None:
+        return _figure(name, published, None, False, None)
+    return _figure(name, published, here, round(here, digits) == round(published, digits),
+                   r6(here - published))
+
+
+def compare(published: Published, task: Task, cell: Mapping[str, Any],
+            stdout: bytes | None) -> dict[str, Any]:
+    """One cell's published figures against its figures here (`stdout`: the cold rep's, None
+    when the cell has none: not attempted, unscored)."""
+    graded = cell["verdict"] in correctness.VERDICTS
+    swapped = None if stdout is None else swap_prefix(stdout, published.path_prefix)
+    grade = cell["grade"] or {}
+    figures = [
+        _count("lines", published.lines, None if swapped is None else count_lines(swapped)),
+        _count("bytes", published.bytes, None if swapped is None else len(swapped)),
+        _figure("grade", published.grade, cell["verdict"], cell["verdict"] == published.grade,
+                None if cell["verdict"] == published.grade else
+                f"{cell['verdict']} here, {published.grade} published")]
+    if published.recall is not None and published.recall_digits is not None:
+        figures.append(_fraction("recall", published.recall, published.recall_digits,
+                                 grade.get("recall") if graded else None))
+    if published.precision is not None and published.precision_digits is not None:
+        figures.append(_fraction("precision", published.precision, published.precision_digits,
+                                 grade.get("precision") if graded else None))
+    if published.graded is not None:
+        figures.append(_count("graded", published.graded,
+                              len(correctness.graded_set(task))
+                              if task.kind in correctness.FILE_KINDS else None))
+    notes = []
+    if cell["verdict"] not in correctness.VERDICTS:
+        notes.append(f"the cell is {cell['verdict']} here: nothing to compare but the grade")
+    if "stdout-truncated" in cell["flags"]:
+        notes.append("the cold rep's stdout was truncated here: lines and bytes are of the "
+                     "bytes kept")
+    return {"arm": cell["arm"], "task": cell["task"], "source": published.source,
+            "path_prefix": published.path_prefix, "figures": figures,
+            "reproduced": all(f["reproduced"] for f in figures), "notes": notes}
+
+
+def published_figures(inputs: RunInputs, cells: Sequence[Mapping[str, Any]]
+                      ) -> list[dict[str, Any]]:
+    """Every published cell of the suite, in task then suite arm order."""
+    by_key = {(c["arm"], c["task"]): c for c in cells}
+    out = []
+    for task in inputs.suite.tasks:
+        for arm in inputs.suite.arms:
+            if (published := task.published.get(arm)) is None:
+                continue
+            cell = by_key[(arm, task.id)]
+            reps = inputs.reps.get((arm, task.id))
+            stdout = (inputs.stdout(reps[0]) if reps and cell["verdict"]
+                      in correctness.VERDICTS else None)
+            out.append(compare(published, task, cell, stdout))
+    return out
