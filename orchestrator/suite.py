@@ -112,6 +112,9 @@ class TaskCommand:
         assert self.script is not None
         script = SCRIPT_PLACEHOLDER.sub(lambda m: shlex.quote(values[m.group(1)]), self.script)
         return ["/bin/sh", "-c", SCRIPT_PRELUDE + script]
+
+
+@dataclass(frozen=True)
 class GradingRules:
     """How answers are graded where the methodology leaves it open; the defaults are the
     grading before the rules could be declared, so a suite declaring none grades as before.
