@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import InputError
-from orchestrator.fsutil import duplicate_toml_key
+from orchestrator import toml_text
+from orchestrator.fsutil import atomic_write_text, duplicate_toml_key
 from orchestrator.settings import Settings
 from orchestrator.shared_checks import load_schema, schema_problem
 
@@ -71,14 +72,22 @@ def fetch_hint(settings: Settings, corpus_id: str) -> str:
 def load_lock(path: Path) -> dict[str, CorpusPin]:
     """Parse and check corpus.lock; any problem is one InputError naming file, table and key."""
     path = Path(path)
+    return parse_lock(path, _read(path))
+
+
+def _read(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as err:
         raise InputError(f"{path}: cannot read the corpus lock", why=err.strerror,
                          fix="run from the checkout, or pass --lock", file=str(path)) from err
     except UnicodeDecodeError as err:
         raise InputError(f"{path}: does not parse: not UTF-8 text ({err.reason} at byte "
                          f"{err.start})", file=str(path)) from err
+
+
+def parse_lock(path: Path, text: str) -> dict[str, CorpusPin]:
+    """The pins of the lock text `text`, checked as load_lock checks them (errors name `path`)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -140,6 +149,30 @@ def _duplicate_table(path: Path, text: str) -> InputError | None:
                     expected="a unique id", found=name, line=line_no)
             seen[name] = line_no
     return None
+
+
+def pin_table(pin: CorpusPin) -> str:
+    """The pin as a corpus.lock table, its fields in the order of the lock's own tables."""
+    fields = {"id": pin.id, "repo": pin.repo, "url": pin.url, "sha": pin.sha,
+              "license": pin.license, "kind": pin.kind, "status": pin.status, "note": pin.note}
+    return f"[{pin.id}]\n" + "".join(f"{key} = {toml_text.string(value)}\n"
+                                     for key, value in fields.items() if value is not None)
+
+
+def add_pin(path: Path, pin: CorpusPin) -> None:
+    """Append `pin` to the lock at `path`, atomically: the lock as it is and as it would be are
+    both checked as load_lock checks them, and nothing is written unless both pass."""
+    text = _read(path)
+    pins = parse_lock(path, text)
+    if pin.id in pins:
+        raise InputError.bad_value(_where(path, text, pin.id, "id"), f"{pin.id}.id",
+                                   "an id not yet in the lock", pin.id,
+                                   fix="choose another id, or edit the existing table")
+    new_text = text.rstrip("\n") + "\n\n" + pin_table(pin)
+    if parse_lock(path, new_text).get(pin.id) != pin:
+        raise InputError(f"{path}: the table for {pin.id!r} does not read back as written",
+                         file=str(path), key=pin.id)
+    atomic_write_text(path, new_text)
 
 
 def pin_for(pins: Mapping[str, CorpusPin], corpus_id: str, lock: Path) -> CorpusPin:
