@@ -23,6 +23,7 @@ from typing import Any
 from orchestrator import corpus, toml_text, truth_rules
 from orchestrator import suite as suite_mod
 from orchestrator.corpus.git import Git, clean_git
+from orchestrator.corpus.lock import add_pin
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_text, read_toml
 from orchestrator.kinds import INPUT_KEY
@@ -119,7 +120,7 @@ def add_corpus(lock: Path, corpus_id: str, *, sha: str, license_id: str, kind: s
                    repo)
     pin = corpus.CorpusPin(id=corpus_id, repo=repo, url=url, sha=sha, license=license_id,
                            kind=kind, status=status, note=note)
-    corpus.add_pin(lock, pin)
+    add_pin(lock, pin)
     return pin
 
 
@@ -236,8 +237,9 @@ KIND_RULES = {
     "references": "core = the files naming the symbol as a word in code, admissible = the files "
                   "naming it only in comments or strings (`truth rule refs`; under "
                   "text-v1-declaring-admissible the files declaring it are admissible)",
-    "impact": "graded = the fix commits' files beyond the seed, unioned with every file "
-              "naming in code a type the seed declares (`truth rule impact`)",
+    "impact": "graded = the fix commits' files beyond the seed that are tracked at the pin, "
+              "unioned with every file naming in code a type the seed declares (`truth rule "
+              "impact`)",
 }
 
 
@@ -458,7 +460,7 @@ class _Context:
                                  cwd=self.mirror, check=False)
             if after.returncode != 0:
                 raise self.bad(record, "fix", f"a commit after the pin {self.sha[:12]} "
-                           "(a fix merged after the corpus was pinned)", sha)
+                               "(a fix merged after the corpus was pinned)", sha)
             full.append(full_sha)
         return full
 
@@ -532,13 +534,13 @@ def _tasks_of(ctx: _Context, record: Record) -> list[Made]:
         files = [p for p, _ in kept]
         if not files:
             raise ctx.bad(record, "fix", f"fix commits touching a .{ctx.ext} file tracked "
-                       "at the pin (else locate and e2e-retrieval have no truth)", record.fix)
+                          "at the pin (else locate and e2e-retrieval have no truth)", record.fix)
         assert record.ticket is not None and record.e2e_ticket is not None
         if "locate" in record.kinds:
             primary = next((p for p in files if not truth_rules.is_test(p)), None)
             if primary is None:
                 raise ctx.bad(record, "fix", "fix commits touching a file that is not a "
-                           "test file (the primary fix file)", record.fix)
+                              "test file (the primary fix file)", record.fix)
             types = truth_rules.declared_types(ctx.pristine / primary) if ctx.ext == "cs" \
                 else []
             add("locate", _origin(ctx, record, "locate") + " " + said
@@ -555,7 +557,7 @@ def _tasks_of(ctx: _Context, record: Record) -> list[Made]:
         refs = truth_rules.refs(ctx.git, ctx.pristine, record.symbol, ctx.ext, ctx.rule)
         if not refs.core:
             raise ctx.bad(record, "symbol", "a symbol named in code by some file (an "
-                       "empty core set satisfies every band vacuously)", record.symbol)
+                          "empty core set satisfies every band vacuously)", record.symbol)
         ext = "" if ctx.ext == "cs" else f" --ext {ctx.ext}"
         declaring = ", ".join(refs.declaring) or "none"
         add("references", _origin(ctx, record, "references") + " "
@@ -568,15 +570,19 @@ def _tasks_of(ctx: _Context, record: Record) -> list[Made]:
         if record.seed not in ctx.at_pin:
             raise ctx.bad(record, "seed", "a file tracked at the pin", record.seed)
         result = truth_rules.impact(ctx.git, ctx.pristine, record.seed, ctx.mirror, shas)
-        if not result.graded:
-            raise ctx.bad(record, "seed", "a seed with a non-empty graded set (an empty "
-                       "one satisfies every band vacuously)", record.seed)
+        graded = [p for p in result.graded if p in ctx.at_pin]
+        if not graded:
+            raise ctx.bad(record, "seed", "a seed with a non-empty graded set (an empty one "
+                          "satisfies every band vacuously)", record.seed)
         fixes = f" --mirror MIRROR {' '.join('--fix ' + s for s in shas)}" if shas else ""
         beyond = ", ".join(result.fix_beyond_seed) or "none"
+        added = [p for p in result.graded if p not in ctx.at_pin]
+        left_out = f" Not at the pin (added by the fix), so left out: {', '.join(added)}." \
+            if added else ""
         add("impact", _origin(ctx, record, "impact") + " "
             + f"`sandbench truth rule impact PRISTINE {record.seed}{fixes}` prints: types "
               f"{', '.join(result.types) or 'none'}; fix beyond seed: {beyond}; graded: "
-              f"{len(result.graded)} file(s).", record.seed, {"graded": result.graded})
+              f"{len(result.graded)} file(s).{left_out}", record.seed, {"graded": graded})
     return made
 
 

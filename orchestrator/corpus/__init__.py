@@ -18,7 +18,6 @@ from orchestrator.corpus.lock import (
     FIELDS,
     LOCK_NAME,
     CorpusPin,
-    add_pin,
     fetch_hint,
     load_lock,
     lock_path,
@@ -40,7 +39,7 @@ from orchestrator.corpus.snapshot import (Change, Entry, Snapshot, changes, snap
 
 __all__ = ["BUILTINS", "BUILTIN_SCHEME", "Change", "CorpusPin", "CorpusState", "Difference",
            "Entry", "FIELDS", "GIT_DIR", "LANGUAGES", "LOCK_NAME", "PristineInfo", "Snapshot",
-           "add_pin", "archive_tree", "changes", "corpus_dir", "demo_sha", "fetch", "fetch_hint",
+           "archive_tree", "changes", "corpus_dir", "demo_sha", "fetch", "fetch_hint",
            "info_path", "list_corpora", "load_lock", "lock_path", "make_arm_copy", "pin_for",
            "read_info", "snapshot", "snapshot_of_archive", "tree_digest", "verify_arm_copy",
            "verify_pristine"]
