@@ -438,7 +438,8 @@ class _Context:
             raise InputError(f"corpus {corpus_id!r} is not fetched at its pin "
                              f"({self.pristine})", fix=self.pin.fetch_hint(),
                              file=str(self.pristine))
-        self.at_pin = set(truth_rules.tracked(git, self.pristine, self.ext))
+        self.sources = truth_rules.Sources(git, self.pristine)
+        self.at_pin = set(self.sources.tracked(self.ext))
 
     def bad(self, record: Record, key: str, expected: str, found: object,
             fix: str | None = None) -> InputError:
@@ -554,7 +555,7 @@ def _tasks_of(ctx: _Context, record: Record) -> list[Made]:
                 record.e2e_ticket, {"touched": files})
     if "references" in record.kinds:
         assert record.symbol is not None
-        refs = truth_rules.refs(ctx.git, ctx.pristine, record.symbol, ctx.ext, ctx.rule)
+        refs = truth_rules.refs(ctx.sources, record.symbol, ctx.ext, ctx.rule)
         if not refs.core:
             raise ctx.bad(record, "symbol", "a symbol named in code by some file (an "
                           "empty core set satisfies every band vacuously)", record.symbol)
@@ -569,7 +570,7 @@ def _tasks_of(ctx: _Context, record: Record) -> list[Made]:
         assert record.seed is not None
         if record.seed not in ctx.at_pin:
             raise ctx.bad(record, "seed", "a file tracked at the pin", record.seed)
-        result = truth_rules.impact(ctx.git, ctx.pristine, record.seed, ctx.mirror, shas)
+        result = truth_rules.impact(ctx.sources, record.seed, ctx.mirror, shas)
         graded = [p for p in result.graded if p in ctx.at_pin]
         if not graded:
             raise ctx.bad(record, "seed", "a seed with a non-empty graded set (an empty one "

@@ -227,17 +227,44 @@ def tracked(git: Git, pristine: Path, ext: str = "cs") -> list[str]:
     return sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
 
 
-def mentions(git: Git, pristine: Path, names: Sequence[str], ext: str = "cs"
+class Sources:
+    """A pristine corpus's tracked sources for one run of the rules: each file listed, read
+    and split into code and the rest at most once, so that making many tasks reads the corpus
+    once (the pin does not change under a run)."""
+
+    def __init__(self, git: Git, pristine: Path) -> None:
+        self.git, self.pristine = git, pristine
+        self._tracked: dict[str, list[str]] = {}
+        self._text: dict[str, str] = {}
+        self._split: dict[str, tuple[str, str]] = {}
+
+    def tracked(self, ext: str = "cs") -> list[str]:
+        if ext not in self._tracked:
+            self._tracked[ext] = tracked(self.git, self.pristine, ext)
+        return self._tracked[ext]
+
+    def text(self, rel: str) -> str:
+        if rel not in self._text:
+            self._text[rel] = read_source(self.pristine / rel)
+        return self._text[rel]
+
+    def split(self, rel: str, ext: str = "cs") -> tuple[str, str]:
+        """(code, comments and literals) of the file, as code_and_rest splits it."""
+        if rel not in self._split:
+            lexer = ts_code_and_rest if ext == "ts" else code_and_rest
+            self._split[rel] = lexer(self.text(rel))
+        return self._split[rel]
+
+
+def mentions(sources: Sources, names: Sequence[str], ext: str = "cs"
              ) -> tuple[list[str], list[str]]:
     """(files naming one of `names` in code, files naming one only in comments/strings)."""
     pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
-    split = ts_code_and_rest if ext == "ts" else code_and_rest
     in_code, elsewhere = [], []
-    for rel in tracked(git, pristine, ext):
-        text = read_source(pristine / rel)
-        if not pattern.search(text):
+    for rel in sources.tracked(ext):
+        if not pattern.search(sources.text(rel)):
             continue
-        code, rest = split(text)
+        code, rest = sources.split(rel, ext)
         if pattern.search(code):
             in_code.append(rel)
         elif pattern.search(rest):
@@ -266,17 +293,20 @@ def is_test(path: str) -> bool:
 
 def declared_types(path: Path) -> list[str]:
     """The C# types the file declares in code."""
-    code, _ = code_and_rest(read_source(path))
+    return _types(code_and_rest(read_source(path))[0])
+
+
+def _types(code: str) -> list[str]:
     return sorted({m.group("name") for m in DECLARATION.finditer(code)})
 
 
-def declares(path: Path, name: str, ext: str) -> bool:
+def declares(sources: Sources, rel: str, name: str, ext: str) -> bool:
     """Whether the file declares `name` in its code (a C# type; a TypeScript class,
     interface, type, enum, function or namespace)."""
+    code, _ = sources.split(rel, ext)
     if ext == "ts":
-        code, _ = ts_code_and_rest(read_source(path))
         return any(m.group("name") == name for m in TS_DECLARATION.finditer(code))
-    return name in declared_types(path)
+    return name in _types(code)
 
 
 # -- the three rules ----------------------------------------------------------------------------
@@ -316,25 +346,26 @@ def rule_name(rule: str) -> str:
     return rule
 
 
-def refs(git: Git, pristine: Path, symbol: str, ext: str = "cs", rule: str = DEFAULT_RULE
-         ) -> Refs:
+def refs(sources: Sources, symbol: str, ext: str = "cs", rule: str = DEFAULT_RULE) -> Refs:
     if ext not in EXTENSIONS:
         raise InputError.bad_value("the command line", "ext", f"one of {list(EXTENSIONS)}", ext)
     if not re.fullmatch(r"[A-Za-z_$][\w$]*", symbol):
         raise InputError.bad_value("the command line", "NAME", "an identifier", symbol)
-    core, admissible = mentions(git, pristine, [symbol], ext)
-    declaring = [rel for rel in core if declares(pristine / rel, symbol, ext)]
+    core, admissible = mentions(sources, [symbol], ext)
+    declaring = [rel for rel in core if declares(sources, rel, symbol, ext)]
     if rule_name(rule) == "text-v1-declaring-admissible":
         core = [rel for rel in core if rel not in declaring]
         admissible = sorted(admissible + declaring)
     return Refs(symbol, ext, rule, core, admissible, declaring)
 
 
-def impact(git: Git, pristine: Path, seed: str, mirror: Path | None = None,
+def impact(sources: Sources, seed: str, mirror: Path | None = None,
            fixes: Sequence[str] = ()) -> Impact:
-    types = declared_types(inside(pristine, seed))
-    fixed = [p for p, _ in fix_files(git, mirror, fixes)] if mirror is not None and fixes else []
-    dependents, _ = mentions(git, pristine, types) if types else ([], [])
+    inside(sources.pristine, seed)
+    types = _types(sources.split(seed)[0])
+    fixed = [p for p, _ in fix_files(sources.git, mirror, fixes)] \
+        if mirror is not None and fixes else []
+    dependents, _ = mentions(sources, types) if types else ([], [])
     graded = sorted((set(fixed) | set(dependents)) - {seed})
     return Impact(seed, list(fixes), types, [p for p in fixed if p != seed], graded)
 
@@ -374,10 +405,11 @@ def main(argv: list[str]) -> None:
                 lines = fix_lines(fix_files(git, Path(argv[1]), argv[2:]))
             elif verb == "refs":
                 ext = argv[3] if len(argv) > 3 else "cs"
-                lines = refs_lines(refs(git, Path(argv[1]), argv[2], ext))
+                lines = refs_lines(refs(Sources(git, Path(argv[1])), argv[2], ext))
             else:
                 mirror = Path(argv[3]) if len(argv) > 4 else None
-                lines = impact_lines(impact(git, Path(argv[1]), argv[2], mirror, argv[4:]))
+                lines = impact_lines(impact(Sources(git, Path(argv[1])), argv[2], mirror,
+                                            argv[4:]))
     except SandbenchError as err:
         sys.exit(err.render())
     for line in lines:

@@ -103,7 +103,7 @@ def rule_refs(pristine: Path = Pristine,
     """core: the files naming NAME in code; admissible: naming it only in comments or
     strings."""
     with clean_git() as git:
-        result = truth_rules.refs(git, pristine, symbol, ext, rule)
+        result = truth_rules.refs(truth_rules.Sources(git, pristine), symbol, ext, rule)
     if as_json:
         emit_json(result.to_json())
         return
@@ -124,7 +124,7 @@ def rule_impact(pristine: Path = Pristine,
         raise InputError.bad_value("the command line", "--mirror/--fix", "both (a fix in a "
                                    "mirror) or neither", {"mirror": mirror, "fix": fixes})
     with clean_git() as git:
-        result = truth_rules.impact(git, pristine, seed, mirror, fixes)
+        result = truth_rules.impact(truth_rules.Sources(git, pristine), seed, mirror, fixes)
     if as_json:
         emit_json(result.to_json())
         return
