@@ -418,3 +418,20 @@ def test_toml_strings_read_back_as_written(value: str) -> None:
     assert tomllib.loads(f"k = {toml_text.string(value)}")["k"] == value
     assert tomllib.loads(f"k = {toml_text.multiline(value)}")["k"] == value + "\n"
     assert tomllib.loads(f"k = {toml_text.array([value, value])}")["k"] == [value, value]
+
+
+def test_the_word_index_finds_what_the_word_search_finds(tmp_path: Path) -> None:
+    """Sources.naming: its first call searches each file, later calls use the word index;
+    both give the files naming the word as `\\bWORD\\b` does (not in a longer word)."""
+    files = {"a.cs": "class Money { }", "b.cs": "MoneyBag x; Money.Zero", "c.cs": "Moneys",
+             "d.cs": "résuméMoney Money_ _Money", "e.ts": "const $money = 1; money$"}
+    with clean_git() as git:
+        git.run("init", "-q", cwd=tmp_path)
+        _commit(git, tmp_path, files, "words")
+        for ext, names, want in [("cs", ["Money"], ["a.cs", "b.cs"]),
+                                 ("cs", ["Money", "Moneys"], ["a.cs", "b.cs", "c.cs"]),
+                                 ("cs", ["Money_"], ["d.cs"]), ("ts", ["money"], ["e.ts"]),
+                                 ("ts", ["$money"], [])]:  # \b before $ needs a word char
+            sources = truth_rules.Sources(git, tmp_path)
+            assert sources.naming(names, ext) == want  # the scan
+            assert sources.naming(names, ext) == want  # the index (or the scan for $-names)
