@@ -101,7 +101,7 @@ def add_corpus(lock: Path, corpus_id: str, *, sha: str, license_id: str, kind: s
         raise _bad("--status", " or ".join(STATUSES), status)
     if not note.strip():
         raise _bad("--note", "a sentence saying what the corpus is for", note)
-    if (mirror is None) == (url is None) and mirror is None:
+    if mirror is None and url is None:
         raise _bad("--from/--url", "a mirror to check the sha in, or the URL (or both)", None)
     if url is not None and not url.startswith("https://"):
         raise _bad("--url", "an https:// git URL", url)

@@ -125,4 +125,6 @@ def add(corpus_id: str = typer.Argument(..., metavar="ID", show_default=False,
                    "status": pin.status, "note": pin.note})
         return
     typer.echo(f"pinned {terminal(pin.id)} = {terminal(pin.repo)} @ {pin.sha} in {lock_file}")
+    if source is None:
+        typer.echo("the sha is not checked yet (no mirror given): `corpus fetch` checks it")
     typer.echo(f"next: {terminal(pin.fetch_hint())}")

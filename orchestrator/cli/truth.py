@@ -17,7 +17,8 @@ from orchestrator.fsutil import read_json
 from orchestrator.oracle import build as oracle_build
 from orchestrator.untrusted.text import terminal, terminal_lines
 
-app = typer.Typer(cls=Group, no_args_is_help=True, help="Compiler truth from oracles.")
+app = typer.Typer(cls=Group, no_args_is_help=True,
+                  help="Compiler truth from oracles; the mechanical text truth rules.")
 
 
 @app.command("build", cls=Command)
