@@ -23,7 +23,7 @@ from typing import Any
 from orchestrator import corpus, toml_text, truth_rules
 from orchestrator import suite as suite_mod
 from orchestrator.corpus.git import Git, clean_git
-from orchestrator.corpus.lock import add_pin
+from orchestrator.corpus.lock import parse_lock, read_lock_text, where
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_text, read_toml
 from orchestrator.kinds import INPUT_KEY
@@ -122,6 +122,30 @@ def add_corpus(lock: Path, corpus_id: str, *, sha: str, license_id: str, kind: s
                            kind=kind, status=status, note=note)
     add_pin(lock, pin)
     return pin
+
+
+def pin_table(pin: corpus.CorpusPin) -> str:
+    """The pin as a corpus.lock table, its fields in the order of the lock's own tables."""
+    fields = {"id": pin.id, "repo": pin.repo, "url": pin.url, "sha": pin.sha,
+              "license": pin.license, "kind": pin.kind, "status": pin.status, "note": pin.note}
+    return f"[{pin.id}]\n" + "".join(f"{key} = {toml_text.string(value)}\n"
+                                     for key, value in fields.items() if value is not None)
+
+
+def add_pin(path: Path, pin: corpus.CorpusPin) -> None:
+    """Append `pin` to the lock at `path`, atomically: the lock as it is and as it would be are
+    both checked as load_lock checks them, and nothing is written unless both pass."""
+    text = read_lock_text(path)
+    pins = parse_lock(path, text)
+    if pin.id in pins:
+        raise InputError.bad_value(where(path, text, pin.id, "id"), f"{pin.id}.id",
+                                   "an id not yet in the lock", pin.id,
+                                   fix="choose another id, or edit the existing table")
+    new_text = text.rstrip("\n") + "\n\n" + pin_table(pin)
+    if parse_lock(path, new_text).get(pin.id) != pin:
+        raise InputError(f"{path}: the table for {pin.id!r} does not read back as written",
+                         file=str(path), key=pin.id)
+    atomic_write_text(path, new_text)
 
 
 # -- suite new ----------------------------------------------------------------------------------

@@ -99,19 +99,22 @@ def add(corpus_id: str = typer.Argument(..., metavar="ID", show_default=False,
                                          "be a commit in it, and the repo (owner+name folder, "
                                          "or its origin) and URL (its https origin) are read "
                                          "from it."),
-        url: str = typer.Option(None, "--url", help="The https:// git URL (the one network "
-                                "source); needed when the mirror names no https origin."),
-        sha: str = typer.Option(..., "--sha", help="The full commit to pin (40 hex digits)."),
+        url: str = typer.Option(None, "--url", metavar="URL",
+                                help="The https:// git URL (the one network source); needed "
+                                     "when the mirror names no https origin."),
+        sha: str = typer.Option(..., "--sha", metavar="SHA",
+                                help="The full commit to pin (40 hex digits)."),
         license_id: str = typer.Option(..., "--license", metavar="SPDX",
                                        help="The corpus's licence (SPDX identifier)."),
         kind: str = typer.Option(..., "--kind", metavar="target|held-out",
                                  help="target or held-out."),
-        note: str = typer.Option(..., "--note", help="What the corpus is for (quoted in "
-                                 "corpus ls and every run on it)."),
+        note: str = typer.Option(..., "--note", metavar="TEXT",
+                                 help="What the corpus is for (quoted in corpus ls and every "
+                                      "run on it)."),
         repo: str = typer.Option(None, "--repo", metavar="OWNER/NAME",
                                  help="The repository, when neither the mirror nor the URL "
                                       "names it."),
-        status: str = typer.Option("registered", "--status",
+        status: str = typer.Option("registered", "--status", metavar="registered|proposed",
                                    help="registered, or proposed (a disclosed substitute)."),
         bench_root: Path = BenchRoot, lock: Path = Lock, as_json: bool = Json) -> None:
     """Pin a corpus: check the entry as corpus.lock is checked, then append it atomically."""

@@ -79,9 +79,10 @@ def _lines(lines: list[str]) -> None:
 
 @rule_app.command("fix", cls=Command)
 def rule_fix(mirror: Path = Mirror,
-             shas: list[str] = typer.Argument(..., metavar="FIX_SHA...",
+             shas: list[str] = typer.Argument(..., metavar="FIX_SHA",
                                               help="One or more fix commits (unioned)."),
-             ext: str = typer.Option("cs", "--ext", help="The language's extension."),
+             ext: str = typer.Option("cs", "--ext", metavar="EXT",
+                                  help="The language's extension."),
              as_json: bool = Json) -> None:
     """The files the fix commits changed, most changed lines first (and, in JSON, the
     primary fix file: the first that is not a test file)."""
@@ -96,8 +97,8 @@ def rule_fix(mirror: Path = Mirror,
 @rule_app.command("refs", cls=Command)
 def rule_refs(pristine: Path = Pristine,
               symbol: str = typer.Argument(..., metavar="NAME", help="The symbol."),
-              ext: str = typer.Option("cs", "--ext", help="cs or ts."),
-              rule: str = typer.Option(truth_rules.DEFAULT_RULE, "--rule",
+              ext: str = typer.Option("cs", "--ext", metavar="EXT", help="cs or ts."),
+              rule: str = typer.Option(truth_rules.DEFAULT_RULE, "--rule", metavar="RULE",
                                        help="text-v1, or text-v1-declaring-admissible (the "
                                             "declaring files go to admissible)."),
               as_json: bool = Json) -> None:
@@ -115,6 +116,7 @@ def rule_refs(pristine: Path = Pristine,
 def rule_impact(pristine: Path = Pristine,
                 seed: str = typer.Argument(..., metavar="SEED", help="The seed file."),
                 mirror: Path = typer.Option(None, "--mirror", file_okay=False, exists=True,
+                                            metavar="MIRROR",
                                             help="The mirror holding the fix commits."),
                 fixes: list[str] = typer.Option([], "--fix", metavar="SHA",
                                                 help="A fix commit (repeat: unioned)."),

@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import InputError
-from orchestrator import toml_text
-from orchestrator.fsutil import atomic_write_text, duplicate_toml_key
+from orchestrator.fsutil import duplicate_toml_key
 from orchestrator.settings import Settings
 from orchestrator.shared_checks import load_schema, schema_problem
 
@@ -72,10 +71,11 @@ def fetch_hint(settings: Settings, corpus_id: str) -> str:
 def load_lock(path: Path) -> dict[str, CorpusPin]:
     """Parse and check corpus.lock; any problem is one InputError naming file, table and key."""
     path = Path(path)
-    return parse_lock(path, _read(path))
+    return parse_lock(path, read_lock_text(path))
 
 
-def _read(path: Path) -> str:
+def read_lock_text(path: Path) -> str:
+    """The lock's text, or one InputError naming the file."""
     try:
         return path.read_text(encoding="utf-8")
     except OSError as err:
@@ -96,7 +96,7 @@ def parse_lock(path: Path, text: str) -> dict[str, CorpusPin]:
             file=str(path)) from err
     if problem := schema_problem(data, SCHEMA_FILE):
         table, key = (None, *problem.where)[-2:]
-        raise InputError.bad_value(_where(path, text, table, str(key)), problem.key,
+        raise InputError.bad_value(where(path, text, table, str(key)), problem.key,
                                    problem.expected, problem.found)
     return {table: _pin(path, text, table, body) for table, body in data.items()
             if table != "version"}
@@ -105,7 +105,7 @@ def parse_lock(path: Path, text: str) -> dict[str, CorpusPin]:
 def _pin(path: Path, text: str, table: str, body: dict[str, Any]) -> CorpusPin:
     """One table, its fields already checked against the schema: what the schema cannot say."""
     def bad(key: str, expected: str, found: object) -> InputError:
-        return InputError.bad_value(_where(path, text, table, key), f"{table}.{key}",
+        return InputError.bad_value(where(path, text, table, key), f"{table}.{key}",
                                     expected, found)
 
     if not _ID.fullmatch(table):
@@ -120,7 +120,7 @@ def _pin(path: Path, text: str, table: str, body: dict[str, Any]) -> CorpusPin:
                      note=body["note"])
 
 
-def _where(path: Path, text: str, table: str | int | None, key: str) -> str:
+def where(path: Path, text: str, table: str | int | None, key: str) -> str:
     """`file:line` of `key` in `[table]` (top level if None), else of the table's header."""
     current: str | None = None
     header_line: int | None = None
@@ -149,30 +149,6 @@ def _duplicate_table(path: Path, text: str) -> InputError | None:
                     expected="a unique id", found=name, line=line_no)
             seen[name] = line_no
     return None
-
-
-def pin_table(pin: CorpusPin) -> str:
-    """The pin as a corpus.lock table, its fields in the order of the lock's own tables."""
-    fields = {"id": pin.id, "repo": pin.repo, "url": pin.url, "sha": pin.sha,
-              "license": pin.license, "kind": pin.kind, "status": pin.status, "note": pin.note}
-    return f"[{pin.id}]\n" + "".join(f"{key} = {toml_text.string(value)}\n"
-                                     for key, value in fields.items() if value is not None)
-
-
-def add_pin(path: Path, pin: CorpusPin) -> None:
-    """Append `pin` to the lock at `path`, atomically: the lock as it is and as it would be are
-    both checked as load_lock checks them, and nothing is written unless both pass."""
-    text = _read(path)
-    pins = parse_lock(path, text)
-    if pin.id in pins:
-        raise InputError.bad_value(_where(path, text, pin.id, "id"), f"{pin.id}.id",
-                                   "an id not yet in the lock", pin.id,
-                                   fix="choose another id, or edit the existing table")
-    new_text = text.rstrip("\n") + "\n\n" + pin_table(pin)
-    if parse_lock(path, new_text).get(pin.id) != pin:
-        raise InputError(f"{path}: the table for {pin.id!r} does not read back as written",
-                         file=str(path), key=pin.id)
-    atomic_write_text(path, new_text)
 
 
 def pin_for(pins: Mapping[str, CorpusPin], corpus_id: str, lock: Path) -> CorpusPin:
