@@ -53,8 +53,23 @@ class Record:
 
 
 def read_records(path: Path) -> tuple[str, list[Record]]:
-    """The records file: `version = 1`, an optional `language` (default csharp) and one
-    `[[record]]` table per record; (language, records), or one InputError naming the key."""
+    """The records file, or one InputError naming its key (record[i].KEY):
+
+        version = 1
+        language = "csharp"                  # optional: csharp (default) or typescript
+        [[record]]
+        id = "fault-headers"                 # the tasks' names: locate-ID, e2e-retrieval-ID, ...
+        issue = "MassTransit#6168"           # optional: where the record comes from
+        title = "Trim exception messages"    # optional: the issue's title
+        ticket = "When a consumer throws..." # optional: locate's input (default: the title)
+        e2e_ticket = "..."                   # optional: e2e-retrieval's input (default: ticket)
+        fix = ["333b5d6b6"]                  # optional: fix commits in the mirror (unioned)
+        symbol = "ExceptionUtil"             # optional: a references task
+        seed = "src/.../ExceptionUtil.cs"    # optional: an impact task (the fix unioned)
+        kinds = ["references"]               # optional: only these of the kinds it can make
+
+    A title or ticket with fix commits makes locate and e2e-retrieval, a symbol references, a
+    seed impact; (language, records)."""
     data = read_toml(path)
     if unknown := sorted(set(data) - RECORDS_KEYS):
         raise _bad(unknown[0], f"one of {sorted(RECORDS_KEYS)}", unknown[0], path)
@@ -106,6 +121,8 @@ def _record(path: Path, i: int, body: dict[str, Any], language: str) -> Record:
         raise bad("seed", "no seed: the impact rule declares C# types only", body["seed"])
     if "seed" in body:
         repo_path(f"{path} record[{i}]", "seed", body["seed"])
+    if "symbol" in body and not re.fullmatch(r"[A-Za-z_]\w*", body["symbol"]):
+        raise bad("symbol", "an identifier (letters, digits, underscores)", body["symbol"])
     return Record(file=str(path), key=f"record[{i}]", id=body["id"], kinds=tuple(kinds),
                   issue=body.get("issue"), title=body.get("title"), ticket=ticket,
                   e2e_ticket=body.get("e2e_ticket") or ticket, fix=tuple(fixes),

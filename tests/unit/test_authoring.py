@@ -435,3 +435,17 @@ def test_the_word_index_finds_what_the_word_search_finds(tmp_path: Path) -> None
             sources = truth_rules.Sources(git, tmp_path)
             assert sources.naming(names, ext) == want  # the scan
             assert sources.naming(names, ext) == want  # the index (or the scan for $-names)
+
+
+def test_a_record_may_make_only_some_of_its_kinds(shop: Shop) -> None:
+    _ready(shop)
+    records = RECORDS.replace('seed = "src/Shop/Money.cs"',
+                              'seed = "src/Shop/Money.cs"\nkinds = ["references", "impact"]')
+    made = _add_tasks(shop, _records(shop, records))
+    assert made.exit_code == 0, made.output
+    tasks = sorted(p.stem for p in (shop.project / "suites" / "shop-suite" / "tasks").iterdir())
+    assert tasks == ["impact-price-and-cart", "references-price-and-cart", "references-tax"]
+    bad = _add_tasks(shop, _records(shop, RECORDS.replace('symbol = "Tax"',
+                                                          'symbol = "Tax"\nkinds = ["impact"]')))
+    assert bad.exit_code == 2 and "record[1].kinds: expected kinds this record's fields make: " \
+        "['references'], found 'impact'" in bad.output
