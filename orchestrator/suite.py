@@ -34,7 +34,11 @@ SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_
 # metric families of the methodology the suite cannot run, each with its quoted reason, and the
 # arm whose facts (version, build, isolation) the disclosure block opens with. Optional because
 # a suite sealed before it existed must still load to be scored; without it those lines are n/a.
-OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted", "tool_under_test", "grading"}
+OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted", "tool_under_test", "grading",
+                       "truth_rule"}
+# Optional: the mechanical rule `sandbench suite add-tasks` computes a task's truth by (the rules
+# of orchestrator/truth_rules.py); a suite whose truth was written by hand declares none.
+TRUTH_RULES = ("text-v1", "text-v1-declaring-admissible")
 FAMILIES = ("resolver-precision", "rust-edges", "typescript-reference-parity")
 ORACLE_KEYS = {"arm", "project"}
 ORACLE_OPTIONAL_KEYS = {"edges"}
@@ -218,6 +222,7 @@ class Suite:
     # family -> (reason, source): a methodology family this suite's corpus calls for but that
     # cannot run here; every run of the suite names it among its deviations.
     families_not_attempted: dict[str, tuple[str, str]] = field(default_factory=dict)
+    truth_rule: str | None = None  # None: the suite's truth was not computed by a declared rule
     grading: GradingRules = GradingRules()
     grading_declared: tuple[str, ...] = ()  # the [grading] keys suite.toml states
 
@@ -514,7 +519,15 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
                  bands={k: float(v) for k, v in bands.items()}, tasks=tasks, oracle=oracle,
                  tool_under_test=tool,
                  families_not_attempted=_families(path, data.get("families_not_attempted", {})),
-                 grading=rules, grading_declared=tuple(k for k in GRADING_KEYS if k in declared))
+                 grading=rules, grading_declared=tuple(k for k in GRADING_KEYS if k in declared),
+                 truth_rule=truth_rule(path, data.get("truth_rule")))
+
+
+def truth_rule(path: Path, value: Any) -> str | None:
+    """The suite's declared truth rule (suite.toml `truth_rule`), or None if it declares none."""
+    if value is not None and value not in TRUTH_RULES:
+        raise _bad(path, "truth_rule", f"one of {list(TRUTH_RULES)}", value)
+    return value
 
 
 def _families(path: Path, table: Any) -> dict[str, tuple[str, str]]:

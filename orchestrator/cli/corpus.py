@@ -1,4 +1,5 @@
-"""`sandbench corpus`: fetch a pinned corpus into the pristine store, list and verify it."""
+"""`sandbench corpus`: pin a corpus (add), fetch a pinned corpus into the pristine store, list
+and verify it."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from orchestrator import corpus
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
 from orchestrator.cli._help import Command, Group
 from orchestrator.settings import Settings
+from orchestrator.untrusted.text import terminal
 
 app = typer.Typer(cls=Group, no_args_is_help=True,
-                  help="Pinned corpora: fetch at the pin, list, verify.")
+                  help="Pinned corpora: pin, fetch at the pin, list, verify.")
 
 Lock = typer.Option(None, "--lock", dir_okay=False, metavar="FILE",
                     help="The corpus lock (default: corpus.lock in the project root).")
@@ -87,3 +89,45 @@ def verify(corpus_id: str = CorpusId, bench_root: Path = BenchRoot, lock: Path =
         emit_json(info.to_json())
         return
     typer.echo(f"ok: {_describe(info)}")
+
+
+@app.command("add", cls=Command)
+def add(corpus_id: str = typer.Argument(..., metavar="ID", show_default=False,
+                                        help="The new corpus's id (lower-case, digits, dashes)."),
+        source: Path = typer.Option(None, "--from", metavar="MIRROR",
+                                    help="A local clone or bare mirror: the sha is checked to "
+                                         "be a commit in it, and the repo (owner+name folder, "
+                                         "or its origin) and URL (its https origin) are read "
+                                         "from it."),
+        url: str = typer.Option(None, "--url", metavar="URL",
+                                help="The https:// git URL (the one network source); needed "
+                                     "when the mirror names no https origin."),
+        sha: str = typer.Option(..., "--sha", metavar="SHA",
+                                help="The full commit to pin (40 hex digits)."),
+        license_id: str = typer.Option(..., "--license", metavar="SPDX",
+                                       help="The corpus's licence (SPDX identifier)."),
+        kind: str = typer.Option(..., "--kind", metavar="target|held-out",
+                                 help="target or held-out."),
+        note: str = typer.Option(..., "--note", metavar="TEXT",
+                                 help="What the corpus is for (quoted in corpus ls and every "
+                                      "run on it)."),
+        repo: str = typer.Option(None, "--repo", metavar="OWNER/NAME",
+                                 help="The repository, when neither the mirror nor the URL "
+                                      "names it."),
+        status: str = typer.Option("registered", "--status", metavar="registered|proposed",
+                                   help="registered, or proposed (a disclosed substitute)."),
+        bench_root: Path = BenchRoot, lock: Path = Lock, as_json: bool = Json) -> None:
+    """Pin a corpus: check the entry as corpus.lock is checked, then append it atomically."""
+    from orchestrator import authoring
+    lock_file = lock or corpus.lock_path(settings(bench_root))
+    pin = authoring.add_corpus(lock_file, corpus_id, sha=sha, license_id=license_id, kind=kind,
+                               note=note, mirror=source, url=url, repo=repo, status=status)
+    if as_json:
+        emit_json({"lock": str(lock_file), "id": pin.id, "repo": pin.repo, "url": pin.url,
+                   "sha": pin.sha, "license": pin.license, "kind": pin.kind,
+                   "status": pin.status, "note": pin.note})
+        return
+    typer.echo(f"pinned {terminal(pin.id)} = {terminal(pin.repo)} @ {pin.sha} in {lock_file}")
+    if source is None:
+        typer.echo("the sha is not checked yet (no mirror given): `corpus fetch` checks it")
+    typer.echo(f"next: {terminal(pin.fetch_hint())}")

@@ -1,4 +1,5 @@
-"""`sandbench suite`: seal a suite's inputs before any arm runs, and verify the seal."""
+"""`sandbench suite`: create a suite and add tasks from records (authoring by command), seal its
+inputs before any arm runs, and verify the seal."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ from pathlib import Path
 
 import typer
 
+from orchestrator import authoring
 from orchestrator import suite as suite_mod
 from orchestrator.cli._common import (BenchRoot, Json, SuiteName, emit_json, settings, show,
                                       table)
 from orchestrator.cli._help import Command, Group
+from orchestrator.errors import InputError
+from orchestrator.untrusted.text import terminal
 
 app = typer.Typer(cls=Group, no_args_is_help=True, help="Sealed task suites.")
 
@@ -41,3 +45,80 @@ def verify(name: str = SuiteName, bench_root: Path = BenchRoot, as_json: bool = 
         typer.echo(f"seal of {name} holds")
     if diffs:
         raise typer.Exit(1)
+
+
+def _bands(values: list[str]) -> dict[str, float]:
+    bands = dict(authoring.DEFAULT_BANDS)
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or key not in bands:
+            raise InputError.bad_value("the command line", "--band", "KEY=NUMBER with KEY one "
+                                       f"of {sorted(bands)}", item)
+        try:
+            bands[key] = float(value)
+        except ValueError:
+            raise InputError.bad_value("the command line", f"--band {key}", "a number",
+                                       value) from None
+    return bands
+
+
+@app.command("new", cls=Command)
+def new(name: str = typer.Argument(..., metavar="NAME", show_default=False,
+                                   help="The new suite's name (lower-case, digits, dashes)."),
+        corpus_id: str = typer.Option(..., "--corpus", metavar="ID",
+                                      help="A pinned corpus of corpus.lock."),
+        arms: str = typer.Option(..., "--arms", metavar="A,B,...",
+                                 help="The arms, comma-separated (each with arms/ARM.toml)."),
+        baseline: str = typer.Option(..., "--baseline", metavar="ARM", help="The baseline arm."),
+        tool: str = typer.Option(None, "--tool-under-test", metavar="ARM",
+                                 help="The arm the disclosure block opens with."),
+        reps: int = typer.Option(3, "--reps", metavar="N", help="Warm repeats after the cold one."),
+        timeout_s: float = typer.Option(120, "--timeout-s", metavar="SECONDS",
+                                        help="Seconds per invocation."),
+        precision_cap: int = typer.Option(20, "--precision-cap", metavar="N",
+                                          help="impact: most files an answer may name."),
+        top_k: int = typer.Option(5, "--top-k", metavar="K",
+                                  help="locate/e2e-retrieval: the ranked cut."),
+        truth_rule: str = typer.Option("text-v1", "--truth-rule", metavar="RULE",
+                                       help="text-v1 or text-v1-declaring-admissible."),
+        band: list[str] = typer.Option([], "--band", metavar="KEY=NUMBER",
+                                       help="A band other than the methodology's (repeat)."),
+        purpose: str = typer.Option(None, "--purpose", metavar="TEXT",
+                                    help="One line: what the suite measures (opens suite.toml "
+                                         "and the preregistration)."),
+        bench_root: Path = BenchRoot) -> None:
+    """Create suites/NAME: suite.toml with the declared choices and a preregistration.md that
+    states them (never overwrites). Then: sandbench suite add-tasks NAME --records FILE."""
+    cfg = settings(bench_root)
+    choices = authoring.SuiteChoices(
+        name=name, corpus=corpus_id, arms=tuple(a.strip() for a in arms.split(",")),
+        baseline=baseline, tool_under_test=tool, reps=reps, timeout_s=timeout_s,
+        precision_cap=precision_cap, top_k=top_k, truth_rule=truth_rule, bands=_bands(band),
+        purpose=purpose)
+    path = authoring.new_suite(cfg, choices)
+    typer.echo(f"created {path}: suite.toml, {suite_mod.PREREGISTRATION}")
+    typer.echo(f"next: sandbench suite add-tasks {name} --records FILE --mirror MIRROR")
+
+
+@app.command("add-tasks", cls=Command)
+def add_tasks(name: str = SuiteName,
+              records: Path = typer.Option(..., "--records", dir_okay=False, metavar="FILE",
+                                           help="A TOML file of [[record]] tables (README: "
+                                                "Authoring by command)."),
+              mirror: Path = typer.Option(None, "--mirror", file_okay=False, metavar="MIRROR",
+                                          help="The corpus's bare mirror, holding the fix "
+                                               "commits (needed when a record names one)."),
+              bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
+    """Make the task files of every record, truth by the suite's declared rule (never
+    overwrites; nothing is written unless every task is made), and list them in the
+    preregistration. Then: sandbench suite seal NAME."""
+    cfg = settings(bench_root)
+    command = f"sandbench suite add-tasks {name} --records {records}" + (
+        " --mirror MIRROR" if mirror is not None else "")
+    written = authoring.add_tasks(cfg, name, records, mirror, command)
+    if as_json:
+        emit_json({"suite": name, "tasks": [str(p) for p in written]})
+        return
+    for path in written:
+        typer.echo(f"wrote {terminal(str(path))}")
+    typer.echo(f"{len(written)} tasks; next: sandbench suite seal {name}")

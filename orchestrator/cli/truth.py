@@ -1,4 +1,5 @@
-"""`sandbench truth`: a suite's compiler truth, from its oracle's transcript."""
+"""`sandbench truth`: a suite's compiler truth, from its oracle's transcript; and the
+mechanical text truth rules (`truth rule`), which task authoring computes truth with."""
 
 from __future__ import annotations
 
@@ -6,14 +7,18 @@ from pathlib import Path
 
 import typer
 
+from orchestrator import truth_rules
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings
 from orchestrator.cli._help import Command, Group
+from orchestrator.corpus.git import clean_git
 from orchestrator.engine import Engine
+from orchestrator.errors import InputError
 from orchestrator.fsutil import read_json
 from orchestrator.oracle import build as oracle_build
 from orchestrator.untrusted.text import terminal, terminal_lines
 
-app = typer.Typer(cls=Group, no_args_is_help=True, help="Compiler truth from oracles.")
+app = typer.Typer(cls=Group, no_args_is_help=True,
+                  help="Compiler truth from oracles; the mechanical text truth rules.")
 
 
 @app.command("build", cls=Command)
@@ -52,3 +57,78 @@ def compare(run_dir: Path = typer.Argument(..., file_okay=False,
         return
     typer.echo(terminal_lines(path.read_text()), nl=False)
     typer.echo(f"document: {path}")
+
+
+rule_app = typer.Typer(cls=Group, no_args_is_help=True,
+                       help="The mechanical text truth rules (orchestrator/truth_rules.py), "
+                            "on a pristine corpus and its mirror; text_truth.py's output, or "
+                            "JSON.")
+app.add_typer(rule_app, name="rule")
+
+Pristine = typer.Argument(..., metavar="PRISTINE", file_okay=False, exists=True,
+                          help="The corpus's pristine copy (at the pin).")
+Mirror = typer.Argument(..., metavar="MIRROR", file_okay=False, exists=True,
+                        help="The corpus's bare mirror (holds the fix commits).")
+
+
+def _lines(lines: list[str]) -> None:
+    """text_truth.py's lines, each path escaped for the terminal (tabs and breaks kept)."""
+    for line in lines:
+        typer.echo("\t".join(terminal_lines(part) for part in line.split("\t")))
+
+
+@rule_app.command("fix", cls=Command)
+def rule_fix(mirror: Path = Mirror,
+             shas: list[str] = typer.Argument(..., metavar="FIX_SHA",
+                                              help="One or more fix commits (unioned)."),
+             ext: str = typer.Option("cs", "--ext", metavar="EXT",
+                                  help="The language's extension."),
+             as_json: bool = Json) -> None:
+    """The files the fix commits changed, most changed lines first (and, in JSON, the
+    primary fix file: the first that is not a test file)."""
+    with clean_git() as git:
+        rows = truth_rules.fix_files(git, mirror, shas, ext)
+    if as_json:
+        emit_json(truth_rules.fix_json(shas, rows, ext))
+        return
+    _lines(truth_rules.fix_lines(rows))
+
+
+@rule_app.command("refs", cls=Command)
+def rule_refs(pristine: Path = Pristine,
+              symbol: str = typer.Argument(..., metavar="NAME", help="The symbol."),
+              ext: str = typer.Option("cs", "--ext", metavar="EXT", help="cs or ts."),
+              rule: str = typer.Option(truth_rules.DEFAULT_RULE, "--rule", metavar="RULE",
+                                       help="text-v1, or text-v1-declaring-admissible (the "
+                                            "declaring files go to admissible)."),
+              as_json: bool = Json) -> None:
+    """core: the files naming NAME in code; admissible: naming it only in comments or
+    strings."""
+    with clean_git() as git:
+        result = truth_rules.refs(truth_rules.Sources(git, pristine), symbol, ext, rule)
+    if as_json:
+        emit_json(result.to_json())
+        return
+    _lines(truth_rules.refs_lines(result))
+
+
+@rule_app.command("impact", cls=Command)
+def rule_impact(pristine: Path = Pristine,
+                seed: str = typer.Argument(..., metavar="SEED", help="The seed file."),
+                mirror: Path = typer.Option(None, "--mirror", file_okay=False, exists=True,
+                                            metavar="MIRROR",
+                                            help="The mirror holding the fix commits."),
+                fixes: list[str] = typer.Option([], "--fix", metavar="SHA",
+                                                help="A fix commit (repeat: unioned)."),
+                as_json: bool = Json) -> None:
+    """graded: the fix's files beyond SEED, unioned with every file naming in code a type
+    SEED declares (one hop, dependents only)."""
+    if bool(fixes) != (mirror is not None):
+        raise InputError.bad_value("the command line", "--mirror/--fix", "both (a fix in a "
+                                   "mirror) or neither", {"mirror": mirror, "fix": fixes})
+    with clean_git() as git:
+        result = truth_rules.impact(truth_rules.Sources(git, pristine), seed, mirror, fixes)
+    if as_json:
+        emit_json(result.to_json())
+        return
+    _lines(truth_rules.impact_lines(result))

@@ -71,14 +71,23 @@ def fetch_hint(settings: Settings, corpus_id: str) -> str:
 def load_lock(path: Path) -> dict[str, CorpusPin]:
     """Parse and check corpus.lock; any problem is one InputError naming file, table and key."""
     path = Path(path)
+    return parse_lock(path, read_lock_text(path))
+
+
+def read_lock_text(path: Path) -> str:
+    """The lock's text, or one InputError naming the file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as err:
         raise InputError(f"{path}: cannot read the corpus lock", why=err.strerror,
                          fix="run from the checkout, or pass --lock", file=str(path)) from err
     except UnicodeDecodeError as err:
         raise InputError(f"{path}: does not parse: not UTF-8 text ({err.reason} at byte "
                          f"{err.start})", file=str(path)) from err
+
+
+def parse_lock(path: Path, text: str) -> dict[str, CorpusPin]:
+    """The pins of the lock text `text`, checked as load_lock checks them (errors name `path`)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -87,7 +96,7 @@ def load_lock(path: Path) -> dict[str, CorpusPin]:
             file=str(path)) from err
     if problem := schema_problem(data, SCHEMA_FILE):
         table, key = (None, *problem.where)[-2:]
-        raise InputError.bad_value(_where(path, text, table, str(key)), problem.key,
+        raise InputError.bad_value(where(path, text, table, str(key)), problem.key,
                                    problem.expected, problem.found)
     return {table: _pin(path, text, table, body) for table, body in data.items()
             if table != "version"}
@@ -96,7 +105,7 @@ def load_lock(path: Path) -> dict[str, CorpusPin]:
 def _pin(path: Path, text: str, table: str, body: dict[str, Any]) -> CorpusPin:
     """One table, its fields already checked against the schema: what the schema cannot say."""
     def bad(key: str, expected: str, found: object) -> InputError:
-        return InputError.bad_value(_where(path, text, table, key), f"{table}.{key}",
+        return InputError.bad_value(where(path, text, table, key), f"{table}.{key}",
                                     expected, found)
 
     if not _ID.fullmatch(table):
@@ -111,7 +120,7 @@ def _pin(path: Path, text: str, table: str, body: dict[str, Any]) -> CorpusPin:
                      note=body["note"])
 
 
-def _where(path: Path, text: str, table: str | int | None, key: str) -> str:
+def where(path: Path, text: str, table: str | int | None, key: str) -> str:
     """`file:line` of `key` in `[table]` (top level if None), else of the table's header."""
     current: str | None = None
     header_line: int | None = None

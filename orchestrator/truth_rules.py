@@ -1,0 +1,454 @@
+"""The mechanical text truth rules (fix, refs, impact), run on a corpus's pristine copy (the pin)
+and its bare mirror (the fix commits after the pin): pinned inputs, never an arm's output. Every
+task a suite builds from a record quotes the rule it used and the command that prints its sets
+(`sandbench truth rule ...`, or `python3 suites/tools/text_truth.py ...`, the same rules with the
+same output, which the C# and TypeScript suites' task files quote).
+
+Rules (`text-v1`):
+- fix: the files of the language the fix commits changed (`git diff --numstat FIX^ FIX`, one
+  commit or several unioned, their changed lines summed), ordered by lines changed (added +
+  deleted), most first; the primary fix file is the first one that is not a test file.
+- refs: core = every tracked file of the language naming NAME as a whole word in code (outside
+  comments, string and character literals; the holes of an interpolated string or a template
+  literal are code); admissible = every other tracked file naming it as a word only in comments
+  or strings (a text search may list them without penalty; no arm is credited for them).
+- impact: graded = (the fix's files other than SEED) union (every tracked .cs file other than
+  SEED naming, in code, a type SEED declares: one hop, dependents only).
+
+`text-v1-declaring-admissible` is `text-v1` with one change to refs: a file that declares NAME
+(a class, interface, struct, record, enum or delegate of that name in its code) is admissible,
+not core: a reference set of uses, as some publications count it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.corpus.git import Git, clean_git
+from orchestrator.errors import InputError, SandbenchError
+
+# The rules a suite may declare (suite.toml `truth_rule`): name -> what it means.
+RULES = {
+    "text-v1": "fix, refs and impact as suites/tools/text_truth.py states them; the file "
+               "declaring a references symbol is core",
+    "text-v1-declaring-admissible": "text-v1, except that references puts the files declaring "
+                                    "the symbol in admissible, not core",
+}
+DEFAULT_RULE = "text-v1"
+EXTENSIONS = ("cs", "ts")
+# A source file is read whole to be lexed: the largest .cs file of MassTransit is ~150 kB and
+# generated sources rarely pass a few MB, so a file above this is refused, named, not lexed.
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
+# A commit is named by hex digits only (4 to 40): nothing git could read as an option or a
+# revision expression.
+COMMIT = re.compile(r"[0-9a-f]{4,40}")
+# A test file: under a directory named test(s) / spec(s) or *.Tests / *.Specs, or a file whose
+# name ends in Test(s) / Spec(s) as a word (FooTests.cs, Foo_Specs.cs, foo.test.ts; not
+# Latest.cs): MassTransit's tests/MassTransit.Tests/..., xunit's FooTests.cs, jest's *.test.ts.
+TEST_DIR = re.compile(r"(?:^|/)(?:[^/]*\.)?(?:tests?|specs?)/", re.I)
+TEST_NAME = re.compile(r"(?:(?:^|/|[._-])(?:[Tt]ests?|[Ss]pecs?)|Tests?|Specs?)\.[^./]+$")
+
+DECLARATION = re.compile(r"\b(?:class|interface|struct|record|enum|delegate)\s+(?:[\w<>,\s.]*?\s)?"
+                         r"(?P<name>[A-Z]\w*)\s*(?:<|\(|:|\{|where\b|$)", re.M)
+TS_DECLARATION = re.compile(r"\b(?:class|interface|type|enum|function|namespace)\s+"
+                            r"(?P<name>[A-Za-z_$][\w$]*)")
+
+
+def blank(start: int, end: int, where: list[str]) -> None:
+    """Spaces over where[start:end], its line breaks kept (positions and lines stay put)."""
+    for k in range(start, end):
+        if where[k] != "\n":
+            where[k] = " "
+
+
+def _comment_end(text: str, i: int) -> int | None:
+    """Where the // or /* */ comment starting at i ends (C# and TypeScript alike), or None."""
+    if text.startswith("//", i):
+        j = text.find("\n", i)
+        return len(text) if j == -1 else j
+    if text.startswith("/*", i):
+        j = text.find("*/", i + 2)
+        return len(text) if j == -1 else j + 2
+    return None
+
+
+_STRING_START = re.compile(r'(\$+)?(@)?(\$+)?("""+|")')
+# Where a comment or literal may open: a run of any other characters is code, skipped at once
+# (the same split as stepping through it a character at a time, much faster).
+_CS_PLAIN = re.compile(r"[^/\"'$@]+")
+_TS_PLAIN = re.compile(r"[^/\"'`]+")
+_NOT_BREAK = re.compile(r"[^\n]")
+_WORD = re.compile(r"\w+")
+
+
+def _code_run(text: str, i: int, plain: re.Pattern[str], rest: list[str]) -> int:
+    """Blank, in `rest`, the run of plain code starting at i (line breaks kept); its end."""
+    m = plain.match(text, i)
+    assert m is not None
+    rest[i:m.end()] = _NOT_BREAK.sub(" ", m.group())
+    return m.end()
+_CHAR_LITERAL = re.compile(r"'(\\.[^']*|[^'\\\n])'")
+
+
+def code_and_rest(text: str) -> tuple[str, str]:
+    """The source split in two same-length strings: code (comments and literals blanked) and
+    the comments and literals (code blanked), so a word is found in exactly one of them."""
+    code, rest = list(text), list(text)
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c not in "/\"'$@":
+            i = _code_run(text, i, _CS_PLAIN, rest)
+            continue
+        if (j := _comment_end(text, i)) is not None:
+            blank(i, j, code)
+            i = j
+            continue
+        m = _STRING_START.match(text[i:i + 8])
+        at_word_start = i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")
+        if m and (m.group(4) or "") and at_word_start:
+            i = _string_end(text, i, m, code, rest)
+            continue
+        if c == "'" and (char := _CHAR_LITERAL.match(text[i:i + 12])):
+            j = i + char.end()
+            blank(i, j, code)
+            i = j
+            continue
+        rest[i] = " " if c != "\n" else "\n"
+        i += 1
+    return "".join(code), "".join(rest)
+
+
+def _string_end(text: str, i: int, m: re.Match[str], code: list[str], rest: list[str]) -> int:
+    """Blank the C# string literal opening at i (matched by m) in `code`, its interpolation
+    holes in `rest`; where it ends."""
+    n = len(text)
+    dollar = bool(m.group(1) or m.group(3))
+    verbatim = bool(m.group(2))
+    quotes = m.group(4)
+    j = i + len(m.group(0))
+    start = i
+    while j < n:
+        if len(quotes) >= 3 and text.startswith(quotes, j):
+            j += len(quotes)
+            break
+        ch = text[j]
+        if len(quotes) == 1 and not verbatim and ch == "\\":
+            j += 2
+            continue
+        if len(quotes) == 1 and ch == '"':
+            if verbatim and text.startswith('""', j):
+                j += 2
+                continue
+            j += 1
+            break
+        if dollar and ch == "{" and not text.startswith("{{", j):
+            blank(start, j + 1, code)
+            depth, k = 1, j + 1
+            while k < n and depth:
+                depth += {"{": 1, "}": -1}.get(text[k], 0)
+                k += 1
+            blank(j + 1, k - 1, rest)  # the hole is code
+            start = j = k - 1
+            continue
+        if dollar and text.startswith("{{", j):
+            j += 2
+            continue
+        if len(quotes) == 1 and not verbatim and ch == "\n":
+            break
+        j += 1
+    blank(start, j, code)
+    return j
+
+
+def ts_code_and_rest(text: str) -> tuple[str, str]:
+    """code_and_rest for TypeScript: '...', "..." and `...${hole}...` literals."""
+    code, rest = list(text), list(text)
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] not in "/\"'`":
+            i = _code_run(text, i, _TS_PLAIN, rest)
+            continue
+        if (j := _comment_end(text, i)) is not None:
+            blank(i, j, code)
+            i = j
+            continue
+        c = text[i]
+        if c in "'\"`":
+            j, start = i + 1, i
+            while j < n and text[j] != c:
+                if text[j] == "\\":
+                    j += 2
+                    continue
+                if c != "`" and text[j] == "\n":
+                    break
+                if c == "`" and text.startswith("${", j):
+                    blank(start, j + 2, code)
+                    depth, k = 1, j + 2
+                    while k < n and depth:
+                        depth += {"{": 1, "}": -1}.get(text[k], 0)
+                        k += 1
+                    blank(j + 2, k - 1, rest)
+                    start = j = k - 1
+                    j += 1
+                    continue
+                j += 1
+            j = min(j + 1, n)
+            blank(start, j, code)
+            i = j
+            continue
+        rest[i] = " " if c != "\n" else "\n"
+        i += 1
+    return "".join(code), "".join(rest)
+
+
+# -- the corpus and the mirror ------------------------------------------------------------------
+
+def commit(value: str, what: str = "FIX_SHA") -> str:
+    """A commit named by hex digits, or an InputError."""
+    if not COMMIT.fullmatch(value):
+        raise InputError.bad_value("the command line", what, "a commit: 4 to 40 lower-case hex "
+                                   "digits", value)
+    return value
+
+
+def inside(pristine: Path, rel: str, what: str = "SEED") -> Path:
+    """`pristine / rel` for a repo-relative `rel` that cannot leave the checkout."""
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in rel.split("/")):
+        raise InputError.bad_value("the command line", what, "a repo-relative path (no '..', "
+                                   "not absolute, normalised)", rel)
+    return pristine / rel
+
+
+def read_source(path: Path) -> str:
+    """A source file as text (a BOM dropped, bad bytes replaced, line ends made \\n, as text
+    mode reads it), refused above MAX_SOURCE_BYTES."""
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(MAX_SOURCE_BYTES + 1)
+    except OSError as err:
+        raise InputError(f"{path}: cannot read the source file", why=err.strerror,
+                         file=str(path)) from err
+    if len(data) > MAX_SOURCE_BYTES:
+        raise InputError(f"{path}: larger than {MAX_SOURCE_BYTES} bytes, the most a truth rule "
+                         "lexes", file=str(path), expected=f"<= {MAX_SOURCE_BYTES} bytes",
+                         found=f"more than {MAX_SOURCE_BYTES} bytes")
+    return data.decode("utf-8-sig", "replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def tracked(git: Git, pristine: Path, ext: str = "cs") -> list[str]:
+    """The tracked files of the extension, sorted."""
+    out = git.run("ls-files", "-z", "--", f"*.{ext}", cwd=pristine).stdout
+    return sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
+
+
+class Sources:
+    """A pristine corpus's tracked sources for one run of the rules: each file listed, read
+    and split into code and the rest at most once, so that making many tasks reads the corpus
+    once (the pin does not change under a run)."""
+
+    def __init__(self, git: Git, pristine: Path) -> None:
+        self.git, self.pristine = git, pristine
+        self._tracked: dict[str, list[str]] = {}
+        self._text: dict[str, str] = {}
+        self._split: dict[str, tuple[str, str]] = {}
+        self._words: dict[str, dict[str, list[str]]] = {}  # ext -> word -> files naming it
+        self._scans = 0
+
+    def tracked(self, ext: str = "cs") -> list[str]:
+        if ext not in self._tracked:
+            self._tracked[ext] = tracked(self.git, self.pristine, ext)
+        return self._tracked[ext]
+
+    def text(self, rel: str) -> str:
+        if rel not in self._text:
+            self._text[rel] = read_source(self.pristine / rel)
+        return self._text[rel]
+
+    def naming(self, names: Sequence[str], ext: str = "cs") -> list[str]:
+        """The tracked files whose text names one of `names` as a whole word, in tracked
+        order. A word (`\\b` on both sides) of word characters only is a maximal run of word
+        characters, so one index of each file's runs answers every later name at once (built
+        on the second call: a single rule run scans once, which costs less than indexing)."""
+        self._scans += 1
+        if self._scans == 1 or not all(_WORD.fullmatch(name) for name in names):
+            pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
+            return [rel for rel in self.tracked(ext) if pattern.search(self.text(rel))]
+        if ext not in self._words:
+            index: dict[str, list[str]] = {}
+            for rel in self.tracked(ext):
+                for word in set(_WORD.findall(self.text(rel))):
+                    index.setdefault(word, []).append(rel)
+            self._words[ext] = index
+        found = {rel for name in names for rel in self._words[ext].get(name, ())}
+        return [rel for rel in self.tracked(ext) if rel in found]
+
+    def split(self, rel: str, ext: str = "cs") -> tuple[str, str]:
+        """(code, comments and literals) of the file, as code_and_rest splits it."""
+        if rel not in self._split:
+            lexer = ts_code_and_rest if ext == "ts" else code_and_rest
+            self._split[rel] = lexer(self.text(rel))
+        return self._split[rel]
+
+
+def mentions(sources: Sources, names: Sequence[str], ext: str = "cs"
+             ) -> tuple[list[str], list[str]]:
+    """(files naming one of `names` in code, files naming one only in comments/strings)."""
+    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
+    in_code, elsewhere = [], []
+    for rel in sources.naming(names, ext):
+        code, rest = sources.split(rel, ext)
+        if pattern.search(code):
+            in_code.append(rel)
+        elif pattern.search(rest):
+            elsewhere.append(rel)
+    return in_code, elsewhere
+
+
+def fix_files(git: Git, mirror: Path, shas: Sequence[str], ext: str = "cs"
+              ) -> list[tuple[str, int]]:
+    """(path, lines changed) of every file of `ext` the fix commits changed, their changes
+    summed over the commits, most changed first."""
+    lines: dict[str, int] = {}
+    for sha in shas:
+        out = git.run("diff", "--numstat", f"{commit(sha)}^", sha, cwd=mirror).stdout
+        for row in out.decode("utf-8", "surrogateescape").splitlines():
+            added, deleted, path = row.split("\t", 2)
+            if path.endswith(f".{ext}"):
+                changed = sum(int(n) for n in (added, deleted) if n.isdigit())  # binary: "-"
+                lines[path] = lines.get(path, 0) + changed
+    return sorted(lines.items(), key=lambda r: (-r[1], r[0]))
+
+
+def is_test(path: str) -> bool:
+    return bool(TEST_DIR.search(path) or TEST_NAME.search(path))
+
+
+def declared_types(path: Path) -> list[str]:
+    """The C# types the file declares in code."""
+    return _types(code_and_rest(read_source(path))[0])
+
+
+def _types(code: str) -> list[str]:
+    return sorted({m.group("name") for m in DECLARATION.finditer(code)})
+
+
+def declares(sources: Sources, rel: str, name: str, ext: str) -> bool:
+    """Whether the file declares `name` in its code (a C# type; a TypeScript class,
+    interface, type, enum, function or namespace)."""
+    code, _ = sources.split(rel, ext)
+    if ext == "ts":
+        return any(m.group("name") == name for m in TS_DECLARATION.finditer(code))
+    return name in _types(code)
+
+
+# -- the three rules ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Refs:
+    symbol: str
+    ext: str
+    rule: str
+    core: list[str]
+    admissible: list[str]
+    declaring: list[str]  # the files declaring the symbol (in core under text-v1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": self.rule, "verb": "refs", "symbol": self.symbol, "ext": self.ext,
+                "core": self.core, "admissible": self.admissible, "declaring": self.declaring}
+
+
+@dataclass(frozen=True)
+class Impact:
+    seed: str
+    fixes: list[str]
+    types: list[str]
+    fix_beyond_seed: list[str]
+    graded: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": DEFAULT_RULE, "verb": "impact", "seed": self.seed, "fixes": self.fixes,
+                "types": self.types, "fix_beyond_seed": self.fix_beyond_seed,
+                "graded": self.graded}
+
+
+def rule_name(rule: str) -> str:
+    if rule not in RULES:
+        raise InputError.bad_value("the command line", "--rule", f"one of {sorted(RULES)}",
+                                   rule)
+    return rule
+
+
+def refs(sources: Sources, symbol: str, ext: str = "cs", rule: str = DEFAULT_RULE) -> Refs:
+    if ext not in EXTENSIONS:
+        raise InputError.bad_value("the command line", "ext", f"one of {list(EXTENSIONS)}", ext)
+    if not re.fullmatch(r"[A-Za-z_$][\w$]*", symbol):
+        raise InputError.bad_value("the command line", "NAME", "an identifier", symbol)
+    core, admissible = mentions(sources, [symbol], ext)
+    declaring = [rel for rel in core if declares(sources, rel, symbol, ext)]
+    if rule_name(rule) == "text-v1-declaring-admissible":
+        core = [rel for rel in core if rel not in declaring]
+        admissible = sorted(admissible + declaring)
+    return Refs(symbol, ext, rule, core, admissible, declaring)
+
+
+def impact(sources: Sources, seed: str, mirror: Path | None = None,
+           fixes: Sequence[str] = ()) -> Impact:
+    inside(sources.pristine, seed)
+    types = _types(sources.split(seed)[0])
+    fixed = [p for p, _ in fix_files(sources.git, mirror, fixes)] \
+        if mirror is not None and fixes else []
+    dependents, _ = mentions(sources, types) if types else ([], [])
+    graded = sorted((set(fixed) | set(dependents)) - {seed})
+    return Impact(seed, list(fixes), types, [p for p in fixed if p != seed], graded)
+
+
+# -- output: the human lines text_truth.py has always printed, or JSON -----------------------
+
+def fix_lines(rows: Sequence[tuple[str, int]]) -> list[str]:
+    return [f"{lines}\t{path}" for path, lines in rows]
+
+
+def refs_lines(result: Refs) -> list[str]:
+    return ["\n  ".join(["core", str(len(result.core)), *result.core]),
+            "\n  ".join(["admissible", str(len(result.admissible)), *result.admissible])]
+
+
+def impact_lines(result: Impact) -> list[str]:
+    return [" ".join(["types", *result.types]),
+            " ".join(["fix beyond seed", *result.fix_beyond_seed]),
+            "\n  ".join(["graded", str(len(result.graded)), *result.graded])]
+
+
+def fix_json(shas: Sequence[str], rows: Sequence[tuple[str, int]], ext: str) -> dict[str, Any]:
+    primary = next((path for path, _ in rows if not is_test(path)), None)
+    return {"rule": DEFAULT_RULE, "verb": "fix", "fixes": list(shas), "ext": ext,
+            "files": [{"path": path, "lines": lines} for path, lines in rows],
+            "primary": primary}
+
+
+def main(argv: list[str]) -> None:
+    """suites/tools/text_truth.py's command line (FIX_SHA may be several commits)."""
+    verb = argv[0] if argv else ""
+    if verb not in ("fix", "refs", "impact"):
+        sys.exit(f"unknown verb {verb!r}: fix, refs or impact")
+    try:
+        with clean_git() as git:
+            if verb == "fix":
+                lines = fix_lines(fix_files(git, Path(argv[1]), argv[2:]))
+            elif verb == "refs":
+                ext = argv[3] if len(argv) > 3 else "cs"
+                lines = refs_lines(refs(Sources(git, Path(argv[1])), argv[2], ext))
+            else:
+                mirror = Path(argv[3]) if len(argv) > 4 else None
+                lines = impact_lines(impact(Sources(git, Path(argv[1])), argv[2], mirror,
+                                            argv[4:]))
+    except SandbenchError as err:
+        sys.exit(err.render())
+    for line in lines:
+        print(line)
