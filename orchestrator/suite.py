@@ -75,8 +75,9 @@ GRADING_CHOICES = {"cut": ("top_k", "none"),
                    "cell_grade": ("cold", "worst")}
 GRADING_KEYS = (*GRADING_CHOICES, "precision_cap_multiple")
 VERDICT_NAMES = ("correct", "partial", "wrong")
-PUBLISHED_KEYS = {"source", "lines", "bytes", "path_prefix", "grade"}
-PUBLISHED_OPTIONAL_KEYS = {"recall", "precision", "graded"}
+PUBLISHED_KEYS = {"source", "bytes", "path_prefix", "grade"}
+# Optional: a publication that printed no line count (or recall, ...) has none to compare.
+PUBLISHED_OPTIONAL_KEYS = {"lines", "recall", "precision", "graded"}
 DECIMAL = re.compile(r"^[0-9]+(?:\.[0-9]+)?$")
 TRUTH_KEYS = {"locate": ({"primary"}, {"touched", "types"}),
               "references": ({"core"}, {"admissible"}),
@@ -152,7 +153,7 @@ class Published:
 
     arm: str
     source: str
-    lines: int
+    lines: int | None  # None: the publication printed no line count
     bytes: int
     path_prefix: str
     grade: str
@@ -316,7 +317,7 @@ def _published(path: Path, table: Any) -> dict[str, Published]:
         if not isinstance(entry["source"], str) or not entry["source"].strip():
             raise _bad(path, f"{at}.source", "a non-empty string naming the publication",
                        entry["source"])
-        for key in ("lines", "bytes"):
+        for key in ("lines", "bytes") if "lines" in entry else ("bytes",):
             number(path, f"{at}.{key}", entry[key], "a whole number, 0 or more", integer=True,
                    minimum=0)
         prefix = entry["path_prefix"]
@@ -333,7 +334,7 @@ def _published(path: Path, table: Any) -> dict[str, Published]:
             number(path, f"{at}.graded", entry["graded"], "a whole number, 0 or more",
                    integer=True, minimum=0)
         out[arm] = Published(
-            arm=arm, source=entry["source"], lines=entry["lines"], bytes=entry["bytes"],
+            arm=arm, source=entry["source"], lines=entry.get("lines"), bytes=entry["bytes"],
             path_prefix=prefix, grade=entry["grade"],
             recall=None if recall is None else recall[0],
             recall_digits=None if recall is None else recall[1],

@@ -15,6 +15,13 @@ Rules (`text-v1`):
 - impact: graded = (the fix's files other than SEED) union (every tracked .cs file other than
   SEED naming, in code, a type SEED declares: one hop, dependents only).
 
+- declares (for a published task whose question is a search term, not an issue): the tracked
+  files of the language that are not test files and whose code declares what the term names:
+  `type`, a type whose name contains TERM (as the command's case rule says); `member`, a line
+  of a declaration (one starting with an access modifier) containing TERM as written, string
+  literals included (a constant's value is what such a term asks for). In path order; for a
+  locate task the primary is the first.
+
 `text-v1-declaring-admissible` is `text-v1` with one change to refs: a file that declares NAME
 (a class, interface, struct, record, enum or delegate of that name in its code) is admissible,
 not core: a reference set of uses, as some publications count it.
@@ -406,6 +413,59 @@ def impact(sources: Sources, seed: str, mirror: Path | None = None,
     dependents, _ = mentions(sources, types) if types else ([], [])
     graded = sorted((set(fixed) | set(dependents)) - {seed})
     return Impact(seed, list(fixes), types, [p for p in fixed if p != seed], graded)
+
+
+@dataclass(frozen=True)
+class Declarations:
+    term: str
+    what: str
+    ignore_case: bool
+    ext: str
+    files: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": DEFAULT_RULE, "verb": "declares", "term": self.term, "what": self.what,
+                "ignore_case": self.ignore_case, "ext": self.ext, "files": self.files,
+                "primary": self.files[0] if self.files else None}
+
+
+DECLARES = ("type", "member")
+# A line of code that declares a member: it starts with an access modifier.
+MEMBER_LINE = re.compile(r"^[ \t]*(?:public|internal|protected|private)\b.*$", re.M)
+
+
+def declarations(sources: Sources, term: str, what: str, ext: str = "cs",
+                 ignore_case: bool = False) -> Declarations:
+    """The `declares` rule: non-test files whose code declares what TERM names."""
+    if what not in DECLARES:
+        raise InputError.bad_value("the command line", "--what", f"one of {list(DECLARES)}",
+                                   what)
+    if not term or "\n" in term:
+        raise InputError.bad_value("the command line", "TERM", "one line of text", term)
+    needle = term.lower() if ignore_case else term
+    files = []
+    for rel in sources.tracked(ext):
+        if is_test(rel):
+            continue
+        text = sources.text(rel)
+        if needle not in (text.lower() if ignore_case else text):
+            continue
+        code, _ = sources.split(rel, ext)
+        if what == "type":
+            names = _types(code) if ext == "cs" else [m.group("name") for m in
+                                                       TS_DECLARATION.finditer(code)]
+            found = any(needle in (n.lower() if ignore_case else n) for n in names)
+        else:  # the declaration's line as written (its literals kept), found from the code
+            found = any(needle in (line.lower() if ignore_case else line)
+                        for m in MEMBER_LINE.finditer(code)
+                        for line in [text[m.start():m.end()]])
+        if found:
+            files.append(rel)
+    return Declarations(term, what, ignore_case, ext, files)
+
+
+def declarations_lines(result: Declarations) -> list[str]:
+    return ["\n  ".join([f"declares {result.what}", str(len(result.files)), *result.files])]
 
 
 # -- output: the human lines text_truth.py has always printed, or JSON -----------------------

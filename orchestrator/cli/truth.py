@@ -132,3 +132,25 @@ def rule_impact(pristine: Path = Pristine,
         emit_json(result.to_json())
         return
     _lines(truth_rules.impact_lines(result))
+
+
+@rule_app.command("declares", cls=Command)
+def rule_declares(pristine: Path = Pristine,
+                  term: str = typer.Argument(..., metavar="TERM",
+                                             help="The published task's search term."),
+                  what: str = typer.Option(..., "--what", metavar="WHAT",
+                                           help="type (a type whose name contains TERM) or "
+                                                "member (a declaration line containing it)."),
+                  ignore_case: bool = typer.Option(False, "--ignore-case",
+                                                   help="Compare without case, as rg -i."),
+                  ext: str = typer.Option("cs", "--ext", metavar="EXT", help="cs or ts."),
+                  as_json: bool = Json) -> None:
+    """The non-test files whose code declares what TERM names (a published task whose
+    question is a search term); in path order, the first is a locate task's primary."""
+    with clean_git() as git:
+        result = truth_rules.declarations(truth_rules.Sources(git, pristine), term, what, ext,
+                                          ignore_case)
+    if as_json:
+        emit_json(result.to_json())
+        return
+    _lines(truth_rules.declarations_lines(result))

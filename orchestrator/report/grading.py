@@ -102,7 +102,8 @@ def _pair(figure: Mapping[str, Any] | None) -> str:
     if figure is None:
         return NA
     here = NA if figure["here"] is None else figure["here"]
-    return f"{figure['published']} / {here}"
+    published = NA if figure["published"] is None else figure["published"]
+    return f"{published} / {here}"
 
 
 def published(scores: Mapping[str, Any]) -> Table:
@@ -115,7 +116,7 @@ def published(scores: Mapping[str, Any]) -> Table:
         others = "; ".join(f"{name} {_pair(figures[name])}"
                            for name in ("recall", "precision", "graded") if name in figures)
         differing = [f"{f['figure']} {_difference(f)}" for f in entry["figures"]
-                     if not f["reproduced"]]
+                     if f["reproduced"] is False]
         rows.append([entry["task"], entry["arm"], _pair(figures.get("lines")),
                      _pair(figures.get("bytes")), _pair(figures.get("grade")), others or NA,
                      "yes" if entry["reproduced"] else "no: " + ", ".join(differing)])

@@ -36,13 +36,17 @@ def count_lines(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-def _figure(name: str, published: Any, here: Any, reproduced: bool,
+def _figure(name: str, published: Any, here: Any, reproduced: bool | None,
             difference: Any) -> dict[str, Any]:
     return {"figure": name, "published": published, "here": here, "reproduced": reproduced,
             "difference": difference}
 
 
-def _count(name: str, published: int, here: int | None) -> dict[str, Any]:
+def _count(name: str, published: int | None, here: int | None) -> dict[str, Any]:
+    """A count compared; one the publication did not print is shown, not compared
+    (reproduced None)."""
+    if published is None:
+        return _figure(name, None, here, None, None)
     return _figure(name, published, here, here == published,
                    None if here is None else here - published)
 
@@ -86,7 +90,8 @@ def compare(published: Published, task: Task, cell: Mapping[str, Any],
                      "bytes kept")
     return {"arm": cell["arm"], "task": cell["task"], "source": published.source,
             "path_prefix": published.path_prefix, "figures": figures,
-            "reproduced": all(f["reproduced"] for f in figures), "notes": notes}
+            "reproduced": all(f["reproduced"] is not False for f in figures),
+            "notes": notes}
 
 
 def published_figures(inputs: RunInputs, cells: Sequence[Mapping[str, Any]]
