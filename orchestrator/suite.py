@@ -72,12 +72,13 @@ OPTIONAL_TASK_KEYS = {"commands", "grading", "published"}
 GRADING_CHOICES = {"cut": ("top_k", "none"),
                    "precision_cap": ("absolute", "graded-multiple"),
                    "over_cap": ("wrong", "banded"),
+                   "seed": ("dropped", "counted"),
                    "cell_grade": ("cold", "worst")}
 GRADING_KEYS = (*GRADING_CHOICES, "precision_cap_multiple")
 VERDICT_NAMES = ("correct", "partial", "wrong")
 PUBLISHED_KEYS = {"source", "bytes", "path_prefix", "grade"}
 # Optional: a publication that printed no line count (or recall, ...) has none to compare.
-PUBLISHED_OPTIONAL_KEYS = {"lines", "recall", "precision", "graded"}
+PUBLISHED_OPTIONAL_KEYS = {"lines", "recall", "precision", "graded", "tool_version", "platform"}
 DECIMAL = re.compile(r"^[0-9]+(?:\.[0-9]+)?$")
 TRUTH_KEYS = {"locate": ({"primary"}, {"touched", "types"}),
               "references": ({"core"}, {"admissible"}),
@@ -127,7 +128,8 @@ class GradingRules:
     cut: `top_k` cuts a locate or e2e-retrieval answer at the suite's top_k files, `none`
     grades it whole. precision_cap: `absolute` is the suite's precision_cap, `graded-multiple`
     is precision_cap_multiple x the task's graded set. over_cap: an impact answer over the cap
-    is `wrong`, or (`banded`) graded by the bands but at most partial. cell_grade: the cell's
+    is `wrong`, or (`banded`) graded by the bands but at most partial. seed: an impact answer's
+    seed is `dropped` from it, or (`counted`) kept, never a hit. cell_grade: the cell's
     grade is its cold invocation's (`cold`, the methodology's) or its reps' lowest (`worst`).
     """
 
@@ -136,6 +138,7 @@ class GradingRules:
     precision_cap_multiple: int | None = None
     over_cap: str = "wrong"
     cell_grade: str = "cold"
+    seed: str = "dropped"
 
     def over(self, overrides: dict[str, Any]) -> GradingRules:
         """These rules with a task's own overriding them."""
@@ -162,9 +165,12 @@ class Published:
     precision: float | None = None
     precision_digits: int | None = None
     graded: int | None = None
+    tool_version: str | None = None  # the tool's version the publication ran
+    platform: str | None = None  # the platform it ran on (macOS, ...)
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "lines": self.lines, "bytes": self.bytes,
+        return {"tool_version": self.tool_version, "platform": self.platform,
+                "source": self.source, "lines": self.lines, "bytes": self.bytes,
                 "path_prefix": self.path_prefix, "grade": self.grade, "recall": self.recall,
                 "recall_digits": self.recall_digits, "precision": self.precision,
                 "precision_digits": self.precision_digits, "graded": self.graded}
@@ -340,8 +346,18 @@ def _published(path: Path, table: Any) -> dict[str, Published]:
             recall_digits=None if recall is None else recall[1],
             precision=None if precision is None else precision[0],
             precision_digits=None if precision is None else precision[1],
-            graded=entry.get("graded"))
+            graded=entry.get("graded"), tool_version=_text(path, f"{at}.tool_version", entry),
+            platform=_text(path, f"{at}.platform", entry))
     return out
+
+
+def _text(path: Path, key: str, entry: dict[str, Any]) -> str | None:
+    """An optional one-line string of a [published.ARM] table (its last key part)."""
+    value = entry.get(key.rpartition(".")[2])
+    if value is not None and (not isinstance(value, str) or not value.strip()
+                              or "\n" in value):
+        raise _bad(path, key, "a non-empty one-line string", value)
+    return value
 
 
 def load_task(path: Path) -> Task:

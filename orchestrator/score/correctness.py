@@ -146,14 +146,16 @@ def grade_references(rows: Sequence[RowLike], task: Task, bands: dict[str, float
 
 
 def grade_impact(rows: Sequence[RowLike], task: Task, precision_cap: int,
-                 bands: dict[str, float], over_cap: str = "wrong") -> Grade:
-    """The seed is the question, not part of the answer: it is dropped before grading. An
+                 bands: dict[str, float], over_cap: str = "wrong",
+                 seed_rule: str = "dropped") -> Grade:
+    """The seed is the question, not part of the answer: it is dropped before grading (unless
+    the rules say `counted`: a named seed then stays in the answer, never a hit). An
     answer over the precision cap is wrong, whatever it contains: listing every file of the
     corpus would otherwise always earn a grade. Unless the rules say `banded`: then it is
     graded by the bands and is at most partial, never correct."""
     named = answer_files(rows)
     seed = task.input["seed"]
-    files = [f for f in named if f != seed]
+    files = named if seed_rule == "counted" else [f for f in named if f != seed]
     graded: list[str] = list(task.truth["graded"])
     hits, missed = _split(files, graded)
     outside = tuple(f for f in files if f not in graded)
@@ -217,7 +219,7 @@ def grade(rows: Sequence[RowLike], task: Task, suite: Suite) -> Grade:
         return grade_references(rows, task, suite.bands)
     if task.kind == "impact":
         return grade_impact(rows, task, precision_cap(task, suite, rules), suite.bands,
-                            rules.over_cap)
+                            rules.over_cap, rules.seed)
     return grade_e2e_retrieval(rows, task, top_k)
 
 
@@ -255,6 +257,9 @@ RULE_DEFINITIONS = {
                 "banded: it is graded by the bands and is at most partial (with "
                 "impact_partial_fraction 0.5: partial when it names at least half the graded "
                 "set)",
+    "seed": "dropped (default): an impact answer's seed is the question, dropped from the "
+            "answer before grading; counted: a named seed stays in the answer (in the cap and "
+            "the precision's denominator, never a hit), as some publications count it",
     "cell_grade": "cold (default, the methodology's): a cell's grade is its cold invocation's "
                   "(REP 0); worst: the lowest over all its reps (wrong < partial < correct), a "
                   "rep whose exec failed or whose output did not parse counting as wrong. "

@@ -109,3 +109,24 @@ def published_figures(inputs: RunInputs, cells: Sequence[Mapping[str, Any]]
                       in correctness.VERDICTS else None)
             out.append(compare(published, task, cell, stdout))
     return out
+
+
+def deviations(inputs: RunInputs) -> list[str]:
+    """Where the publication's figures came from against where this run's did, per arm and
+    source: a tool version or platform other than here is a deviation the disclosure names."""
+    here = {arm.name: "" if arm.record is None else arm.record.tool_version
+            for arm in inputs.arms}
+    platform = f"{inputs.run.host.os}/{inputs.run.host.arch}"
+    seen: dict[tuple[str, str, str | None, str | None], int] = {}
+    for task in inputs.suite.tasks:
+        for arm, published in sorted(task.published.items()):
+            key = (arm, published.source, published.tool_version, published.platform)
+            seen[key] = seen.get(key, 0) + 1
+    lines = []
+    for (arm, source, version, where), count in seen.items():
+        lines.append(f"{count} task(s) carry {arm}'s published figures ({source}): published "
+                     f"with {version or 'a tool version it did not state'} on "
+                     f"{where or 'a platform it did not state'}; here {arm} is "
+                     f"{here.get(arm) or 'not run'} on {platform}; lines and bytes are "
+                     "compared after the path prefix swap")
+    return lines

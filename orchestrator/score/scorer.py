@@ -178,7 +178,7 @@ def _environment(inputs: RunInputs, cells: Sequence[dict[str, Any]],
                  roots: Sequence[str]) -> dict[str, Any]:
     """The methodology's disclosure block, with every deviation this run had."""
     run = inputs.run
-    extra = []
+    extra = published.deviations(inputs)
     if changed:
         extra.append("the scorer differs from the one sealed before the run: "
                      + ", ".join(changed))
