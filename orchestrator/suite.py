@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import corpus, importgraph, parsers
+from orchestrator import corpus, importgraph, parsers, runtimes
 from orchestrator.corpus.git import clean_git
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
@@ -31,7 +31,7 @@ SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_
 # metric families of the methodology the suite cannot run, each with its quoted reason, and the
 # arm whose facts (version, build, isolation) the disclosure block opens with. Optional because
 # a suite sealed before it existed must still load to be scored; without it those lines are n/a.
-OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted", "tool_under_test"}
+OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted", "tool_under_test", "runtime"}
 FAMILIES = ("resolver-precision", "rust-edges", "typescript-reference-parity")
 ORACLE_KEYS = {"arm", "project"}
 ORACLE_OPTIONAL_KEYS = {"edges"}
@@ -103,6 +103,8 @@ class Suite:
     # family -> (reason, source): a methodology family this suite's corpus calls for but that
     # cannot run here; every run of the suite names it among its deviations.
     families_not_attempted: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # The container runtime of each arm (orchestrator/runtimes.py): runc unless declared.
+    runtime: runtimes.Choice = field(default_factory=runtimes.Choice)
 
     def truth_file(self) -> Path | None:
         """Where `sandbench truth build` stores the oracle's truth (sealed with the suite)."""
@@ -245,7 +247,14 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
                  precision_cap=data["precision_cap"], top_k=data["top_k"],
                  bands={k: float(v) for k, v in bands.items()}, tasks=tasks, oracle=oracle,
                  tool_under_test=tool,
-                 families_not_attempted=_families(path, data.get("families_not_attempted", {})))
+                 families_not_attempted=_families(path, data.get("families_not_attempted", {})),
+                 runtime=_runtime(path, data.get("runtime"), arms))
+
+
+def _runtime(path: Path, table: Any, arms: list[str]) -> runtimes.Choice:
+    if table is not None and (wrong := runtimes.problem(table, arms)):
+        raise _bad(path, *wrong)
+    return runtimes.choice(table)
 
 
 def _families(path: Path, table: Any) -> dict[str, tuple[str, str]]:
