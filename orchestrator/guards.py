@@ -269,7 +269,11 @@ UNDER_GVISOR = {
     "mount_modes": "each declared mount's ro/rw as the sandbox kernel mounted it",
     "mount_sizes": "each bounded mount's size, as its gofer reports the host file system's",
     "image_helpers": "as under runc: no helper of the image's own",
-    "channel_private": "PID 1's stdin and stdout do not open for the sandbox's uid",
+    "channel_private": "PID 1's stdin and stdout do not open for the sandbox's uid. gVisor "
+                       "2022-12 lets them open: its /proc/<pid>/fd ignores the helper's "
+                       "PR_SET_DUMPABLE 0, so a tool could write frames into the executor's "
+                       "channel (and into a run helper's stdout). The guard refuses the arm: "
+                       "an arm runs under runsc only with a gVisor that keeps them closed",
     "kernel": "the sandbox kernel is gVisor's, not the host's",
 }
 # gVisor's Sentry serves every file system of the container through its gofer: its root is
