@@ -230,3 +230,19 @@ def test_ensure_docker_registers_runsc_with_the_arguments_runtimes_declares() ->
     assert tuple(a.strip().strip('"') for a in listed.group(1).split(",")) == \
         runtimes.RUNSC_ARGS
     assert f'"path": "{runtimes.RUNSC_PATH}"' in script
+
+
+# -- the report's disclosure -----------------------------------------------------------------
+
+def test_the_disclosure_says_which_arms_ran_under_which_runtime() -> None:
+    from orchestrator.score import environment
+
+    mixed = {"arms": {"rg": {"runtime": "runc"}, "ctags": {"runtime": "runsc"},
+                      "ast-grep": {"runtime": "runsc"}}}
+    line = environment._runtimes(mixed)
+    assert line is not None
+    assert line.startswith("container runtimes: runc (the host's kernel) for rg; runsc (gVisor")
+    assert line.endswith("for ast-grep and ctags")
+    assert environment._runtimes({"arms": {"rg": {"runtime": "runc"}}}) == \
+        "container runtime runc (the host's kernel) for every arm"
+    assert environment._runtimes({"arms": {"rg": {}}}) is None  # recorded before runtimes
