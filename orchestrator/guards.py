@@ -262,9 +262,11 @@ UNDER_GVISOR = {
     "no_new_privs": "gVisor (2022-12) prints no NoNewPrivs line: what stands for it is the "
                     "outside no_new_privileges guard (runsc sets the flag the OCI spec asks "
                     "for on the first process) with CapBnd 0, and tests/security/"
-                    "test_privilege.py reads the flag with prctl under runsc",
+                    "test_runtime.py reads the flag with prctl under runsc",
     "seccomp": "mode 2: runsc --oci-seccomp applies the engine's profile to the tool's calls "
-               "into the sandbox kernel (the Sentry itself runs under gVisor's own filter)",
+               "into the sandbox kernel (the Sentry itself runs under gVisor's own filter); "
+               "only to the first process and what it forks, so a docker exec (the "
+               "docker-exec path, whose probe is one) reads 0 and is refused",
     "mount_list": "the mounts the sandbox kernel shows: the declared ones and its own",
     "mount_modes": "each declared mount's ro/rw as the sandbox kernel mounted it",
     "mount_sizes": "each bounded mount's size, as its gofer reports the host file system's",
@@ -273,7 +275,9 @@ UNDER_GVISOR = {
                        "2022-12 lets them open: its /proc/<pid>/fd ignores the helper's "
                        "PR_SET_DUMPABLE 0, so a tool could write frames into the executor's "
                        "channel (and into a run helper's stdout). The guard refuses the arm: "
-                       "an arm runs under runsc only with a gVisor that keeps them closed",
+                       "an arm runs under runsc only with a gVisor that keeps them closed (and "
+                       "that has PR_SET_CHILD_SUBREAPER, without which the helper runs no "
+                       "command)",
     "kernel": "the sandbox kernel is gVisor's, not the host's",
 }
 # gVisor's Sentry serves every file system of the container through its gofer: its root is
