@@ -16,13 +16,14 @@ blocks, and that the guard's refusal is the hole itself, not a false alarm.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from orchestrator import arms, guards, runtimes, selfcheck
+from orchestrator import arms, guards, run, runtimes, selfcheck
 from orchestrator.errors import GuardViolation
 from orchestrator.images import ImageLock
 from orchestrator.sandbox import Sandbox
@@ -263,3 +264,26 @@ def test_an_arm_that_claims_runsc_on_a_runc_container_is_refused(
             facts = box._probe(canary.port)
         kernel = {r.guard: r for r in guards.check_inside(box.policy, {"facts": facts})}
         assert kernel["kernel"].found == guards.HOST_KERNEL and not kernel["kernel"].ok
+
+
+def test_the_hostile_run_under_runsc_refuses_every_arm_and_runs_nothing(world: World) -> None:
+    """The whole hostile suite with --runtime runsc on this gVisor: every arm is refused
+    by its guards before any command (channel_private; the forging helper's arm by
+    image_helpers too, the VOLUME arm by its mounts), and run.json names every arm's
+    runtime."""
+    run_dir = run.execute(world.engine, world.settings, "main", jobs=2,
+                          runtime=runtimes.RUNSC)
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert {a["runtime"] for a in meta["arms"].values()} == {runtimes.RUNSC}
+    for name, arm in meta["arms"].items():
+        # h-volume's image VOLUME fails the outside mounts guard first, as under runc: no
+        # probe runs in a container that fails outside.
+        first = "mounts" if name == "h-volume" else "channel_private"
+        assert first in arm.get("refused", ""), (name, arm.get("refused"))
+    assert not list((run_dir / "cells").glob("*/*/*/record.json"))
+    verdicts = {p.parent.name: {r["guard"]: r["ok"] for r in json.loads(p.read_text())}
+                for p in (run_dir / "guards").glob("*/verdict.json")}
+    assert set(verdicts) == set(meta["arms"])
+    assert all(v["runtime"] for v in verdicts.values())
+    assert all(v["kernel"] for name, v in verdicts.items() if name != "h-volume")
+    assert not verdicts["h-helper"]["image_helpers"]
