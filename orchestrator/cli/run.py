@@ -76,7 +76,8 @@ def run(suite: str = SuiteName,
     exec_path_value = exec_path.value if exec_path is not None else None
     if check_only:
         dry_run(cfg, Options(suite, arm, resume, exec_path_value, engine_urls, insecure_engine,
-                             on_engine_refused.value), as_json)
+                             on_engine_refused.value,
+                             runtime.value if runtime is not None else None), as_json)
         return
     members = engine_pool.connect(engine_urls, insecure_engine) if engine_urls else None
     engine = members[0].engine if members else Engine.connect()

@@ -246,3 +246,18 @@ def test_the_disclosure_says_which_arms_ran_under_which_runtime() -> None:
     assert environment._runtimes({"arms": {"rg": {"runtime": "runc"}}}) == \
         "container runtime runc (the host's kernel) for every arm"
     assert environment._runtimes({"arms": {"rg": {}}}) is None  # recorded before runtimes
+
+
+def test_a_dry_run_names_each_arm_whose_runtime_the_engine_lacks() -> None:
+    from types import SimpleNamespace
+
+    from orchestrator.cli import dry_run
+
+    plan = SimpleNamespace(suite=SimpleNamespace(runtime=runtimes.Choice(arms={"ctags": "runsc"})),
+                           available=[SimpleNamespace(name="rg"), SimpleNamespace(name="ctags")])
+    found = dry_run._runtime_problems(plan, None, [], _EngineWithout())  # type: ignore[arg-type]
+    assert [(p.exit_code, p.text.split(" (fix:")[0]) for p in found] == [
+        (1, "arm 'ctags' asks for the container runtime 'runsc', which the engine "
+            "unix:///var/run/docker.sock does not have")]
+    assert len(dry_run._runtime_problems(plan, "runsc", [], _EngineWithout())) == 2  # type: ignore[arg-type]
+    assert dry_run._runtime_problems(plan, "runc", [], _EngineWithout()) == []  # type: ignore[arg-type]
