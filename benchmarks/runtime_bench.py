@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.sandbox_bench import ms, synth_corpus
-from orchestrator import arms, images, log, run, runtimes, workfs
+from orchestrator import arms, images, log, run, runtimes, suite, workfs
 from orchestrator.engine import Engine
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.sandbox import Sandbox
@@ -108,8 +109,35 @@ def _rg(boxes: dict[str, Sandbox], reps: int, files: int, figures: dict[str, Any
     figures.update({"rg_files": files, "rg_reps": reps, "rg_argv": " ".join(RG_ARGV)})
 
 
+def _sealed_copy(settings: Settings, into: Path) -> Settings:
+    """A private project holding the demo suite sealed as this checkout's sources are, on
+    the same bench root: a checkout whose scorer changed since the committed seal still
+    measures (the committed seal is the lead's to renew, never this script's)."""
+    repo = settings.project_root
+    for folder in ("arms", "images"):
+        shutil.copytree(repo / folder, into / folder, symlinks=True)
+    shutil.copytree(repo / "suites" / "demo", into / "suites" / "demo")
+    shutil.copy2(repo / "corpus.lock", into / "corpus.lock")
+    for source in suite.every_scorer_source(repo):
+        target = into / source
+        if (repo / source).is_dir():
+            shutil.copytree(repo / source, target, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(repo / source, target)
+    private = Settings(project_root=into, bench_root=settings.bench_root)
+    suite.seal(suite.load_suite(private.suites_dir, "demo"), private)
+    return private
+
+
 def _demo(engine: Engine, settings: Settings, figures: dict[str, Any]) -> None:
     """The demo suite once under each runtime, one after the other."""
+    with tempfile.TemporaryDirectory(prefix="sandbench-runtime-bench-") as tmp:
+        _demo_runs(engine, _sealed_copy(settings, Path(tmp)), figures)
+
+
+def _demo_runs(engine: Engine, settings: Settings, figures: dict[str, Any]) -> None:
     for rt in RUNTIMES:
         began = time.monotonic()
         run_dir = Path(run.execute(engine, settings, "demo", runtime=rt))
