@@ -148,8 +148,11 @@ def _demo_runs(engine: Engine, settings: Settings, figures: dict[str, Any]) -> N
                      if not d.get("refused") and not d.get("unavailable"))
         figures[f"demo_{rt}_arms_run"] = ran
         figures[f"demo_{rt}_arms_refused"] = refused
-    figures["demo_ratio"] = round(figures["demo_runsc_s"] / figures["demo_runc_s"], 2)
-    if figures["demo_runsc_arms_refused"]:
+    refused = figures["demo_runsc_arms_refused"]
+    # No ratio when runsc refused arms: their wall time is the refusal's, not a suite's.
+    figures["demo_ratio"] = None if refused else round(
+        figures["demo_runsc_s"] / figures["demo_runc_s"], 2)
+    if refused:
         figures["demo_runsc_note"] = (
             "every arm under runsc was refused by its guards before any command: the runsc "
             "figure is the time to refuse them, not a measured suite")
