@@ -9,6 +9,7 @@ are sealed with it. Nothing here talks to the engine.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,10 +26,9 @@ RUNSC_ARGS = ("--platform=ptrace", "--network=none", "--oci-seccomp")
 RUNSC_PATH = "/usr/bin/runsc"
 REGISTER_FIX = (
     "install Debian's runsc package and register it in the engine's /etc/docker/daemon.json "
-    f'as "runtimes": {{"runsc": {{"path": "{RUNSC_PATH}", "runtimeArgs": '
-    f'[{", ".join(chr(34) + a + chr(34) for a in RUNSC_ARGS)}]}}}}, then reload the engine '
-    "(SIGHUP to dockerd; scripts/ensure-docker does both when it starts the engine itself), "
-    "or run the arm under runc (sandbench run --runtime runc)")
+    'as "runtimes": ' + json.dumps({RUNSC: {"path": RUNSC_PATH, "runtimeArgs": RUNSC_ARGS}})
+    + ", then reload the engine (SIGHUP to dockerd; scripts/ensure-docker does both when it "
+    "starts the engine itself), or run the arm under runc (sandbench run --runtime runc)")
 
 
 @dataclass(frozen=True)
