@@ -64,7 +64,8 @@ def render(settings: Settings, suite_name: str) -> str:
     for arm in arms.load_arms(settings.arms_dir, list(the_suite.arms)):
         spec = sandbox_spec.make("compose", arm, image_id="", tool_version="", user="",
                                  helper=HelperFile(Path("/"), ""),
-                                 mounts=sandbox_spec.arm_mounts(lambda _: Path("/")))
+                                 mounts=sandbox_spec.arm_mounts(lambda _: Path("/")),
+                                 runtime=the_suite.runtime.of(arm.name))
         services[arm.name] = _service(spec)
         if arm.mcp is not None:
             services[arm.name]["x-sandbench-mcp"] = {

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from orchestrator import isolation
+from orchestrator import isolation, runtimes
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json
 from orchestrator.isolation import HELPER_IDLE as HELPER_IDLE  # re-exported for the tests
@@ -79,6 +79,11 @@ class GuardPolicy:
     @property
     def resident(self) -> bool:
         return self.exec_path == isolation.RESIDENT
+
+    @property
+    def runtime(self) -> str | None:
+        """runc or runsc; None in runs recorded before runtimes were declared (runc)."""
+        return self.values.get("runtime")
 
     @property
     def tmpfs(self) -> dict[str, str]:
@@ -189,6 +194,7 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
                         ("ro" in str(by_point[t].get("options")).split(",")) != m.read_only)
     bounds = {t: m.size_bytes for t, m in declared.items() if m.size_bytes is not None}
     sizes = {t: (by_point.get(t) or {}).get("size_bytes") for t in bounds}
+    gvisor = policy.runtime == runtimes.RUNSC
     return [
         _result("interfaces", inside, ["lo"], facts.get("interfaces")),
         _result("routes", inside, "only via lo", off_lo or "only via lo"),
@@ -208,8 +214,8 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
         _result("gid", inside, gid, facts.get("gid"), ok=facts.get("gid") == gid),
         _result("cap_eff", inside, "0", status.get("CapEff"), ok=_hex_zero(status.get("CapEff"))),
         _result("cap_bnd", inside, "0", status.get("CapBnd"), ok=_hex_zero(status.get("CapBnd"))),
-        _result("cap_amb", inside, "0", status.get("CapAmb"), ok=_hex_zero(status.get("CapAmb"))),
-        _result("no_new_privs", inside, 1, status.get("NoNewPrivs")),
+        _cap_amb(status, gvisor),
+        _no_new_privs(status, gvisor),
         _result("seccomp", inside, 2, status.get("Seccomp")),
         _result("mount_list", inside, expected_points, found_points),
         _result("mount_modes", inside, [], wrong_mode),
@@ -219,7 +225,7 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
         # Arm images carry no helper: one of their own is stale or meant to be mistaken
         # for the mounted one.
         _result("image_helpers", inside, [], facts.get("image_helpers")),
-    ] + _channel_private(policy, facts)
+    ] + _channel_private(policy, facts) + _kernel(policy, facts)
 
 
 def _channel_private(policy: GuardPolicy, facts: dict[str, Any]) -> list[GuardResult]:
@@ -234,6 +240,99 @@ def _channel_private(policy: GuardPolicy, facts: dict[str, Any]) -> list[GuardRe
     return [_result("channel_private", "inside", "PID 1's stdin and stdout do not open",
                     [f"{k}: {tried.get(k, 'not tried')}" for k in opened]
                     or "PID 1's stdin and stdout do not open", ok=not opened)]
+
+
+# What each inside guard means under gVisor (runsc), where the probe talks to the sandbox's
+# own kernel, not the host's: every guard runs there, and where gVisor's kernel prints a fact
+# differently the guard says what stands for it. A unit test holds this table to the guards.
+UNDER_GVISOR = {
+    "interfaces": "the sandbox kernel's network stack has only lo (runsc --network=none)",
+    "routes": "its routing tables: none, or only via lo",
+    "name_lookup": "as under runc: no name resolves without a network",
+    "loopback_tcp": "its 127.0.0.1 is its own: the host's canary sees no connection",
+    "loopback_udp": "its 127.0.0.1 is its own: the host's canary sees no datagram",
+    "root_writable": "the write to / fails (gVisor says EACCES where Linux says EROFS)",
+    "root_read_only_mount": "the root its gofer serves is mounted ro",
+    "uid": "as under runc: the declared non-root uid",
+    "gid": "as under runc: the declared gid",
+    "cap_eff": "the capability sets the sandbox kernel keeps for the process: 0",
+    "cap_bnd": "the bounding set the sandbox kernel keeps: 0",
+    "cap_amb": "gVisor (2022-12) prints no CapAmb line: the ambient set is a subset of the "
+               "permitted one, so CapPrm 0 stands for it",
+    "no_new_privs": "gVisor (2022-12) prints no NoNewPrivs line: what stands for it is the "
+                    "outside no_new_privileges guard (runsc sets the flag the OCI spec asks "
+                    "for on the first process) with CapBnd 0, and tests/security/"
+                    "test_runtime.py reads the flag with prctl under runsc",
+    "seccomp": "mode 2: runsc --oci-seccomp applies the engine's profile to the tool's calls "
+               "into the sandbox kernel (the Sentry itself runs under gVisor's own filter); "
+               "only to the first process and what it forks, so a docker exec (the "
+               "docker-exec path, whose probe is one) reads 0 and is refused",
+    "mount_list": "the mounts the sandbox kernel shows: the declared ones and its own",
+    "mount_modes": "each declared mount's ro/rw as the sandbox kernel mounted it",
+    "mount_sizes": "each bounded mount's size, as its gofer reports the host file system's",
+    "image_helpers": "as under runc: no helper of the image's own",
+    "channel_private": "PID 1's stdin and stdout do not open for the sandbox's uid. gVisor "
+                       "2022-12 lets them open: its /proc/<pid>/fd ignores the helper's "
+                       "PR_SET_DUMPABLE 0, so a tool could write frames into the executor's "
+                       "channel (and into a run helper's stdout). The guard refuses the arm: "
+                       "an arm runs under runsc only with a gVisor that keeps them closed (and "
+                       "that has PR_SET_CHILD_SUBREAPER, without which the helper runs no "
+                       "command)",
+    "kernel": "the sandbox kernel is gVisor's, not the host's",
+}
+# gVisor's Sentry serves every file system of the container through its gofer: its root is
+# a 9p mount over a file descriptor. No Linux container root is one (docker mounts overlay
+# or its storage driver's), and a process without CAP_SYS_ADMIN cannot mount one.
+GVISOR_ROOT = ("9p", "trans=fd")
+HOST_KERNEL = "the host's Linux kernel"
+GVISOR_KERNEL = "gVisor's kernel (the Sentry)"
+
+
+def kernel_of(facts: dict[str, Any]) -> str:
+    """Which kernel answered the probe, from two facts only the kernel writes: the root mount
+    in /proc/self/mountinfo (gVisor's gofer, a 9p mount over a file descriptor, or not) and
+    /proc/self/status (Linux has printed NoNewPrivs since 4.10; gVisor 2022-12 does not).
+    The probe is the host's static helper, reading /proc before any tool command ran: the
+    image cannot stand in for it, and no unprivileged process can mount a root or rewrite
+    the kernel's status lines. Both facts must agree, else the kernel is unknown."""
+    root: dict[str, Any] = next(
+        (m for m in facts.get("mounts") or [] if m.get("mount_point") == "/"), {})
+    gofer = (root.get("fstype") == GVISOR_ROOT[0]
+             and GVISOR_ROOT[1] in str(root.get("super_options") or "").split(","))
+    nnp_line = (facts.get("status") or {}).get("NoNewPrivs") is not None
+    if gofer and not nnp_line:
+        return GVISOR_KERNEL
+    if not gofer and nnp_line:
+        return HOST_KERNEL
+    return (f"unknown (root {root.get('fstype')!r} {'over' if gofer else 'not over'} a "
+            f"gofer; NoNewPrivs line {'present' if nnp_line else 'absent'})")
+
+
+def _kernel(policy: GuardPolicy, facts: dict[str, Any]) -> list[GuardResult]:
+    """The kernel the probe talked to is the declared runtime's (runs recorded before
+    runtimes were declared carry no kernel guard)."""
+    if policy.runtime is None:
+        return []
+    expected = GVISOR_KERNEL if policy.runtime == runtimes.RUNSC else HOST_KERNEL
+    return [_result("kernel", "inside", expected, kernel_of(facts))]
+
+
+def _cap_amb(status: dict[str, Any], gvisor: bool) -> GuardResult:
+    found = status.get("CapAmb")
+    if gvisor and found is None:  # see UNDER_GVISOR
+        return _result("cap_amb", "inside", "0, or no line and CapPrm 0",
+                       f"no line, CapPrm {status.get('CapPrm')}",
+                       ok=_hex_zero(status.get("CapPrm")))
+    return _result("cap_amb", "inside", "0", found, ok=_hex_zero(found))
+
+
+def _no_new_privs(status: dict[str, Any], gvisor: bool) -> GuardResult:
+    found = status.get("NoNewPrivs")
+    if gvisor and found is None:  # see UNDER_GVISOR
+        return _result("no_new_privs", "inside", "1, or no line and CapBnd 0",
+                       f"no line, CapBnd {status.get('CapBnd')}",
+                       ok=_hex_zero(status.get("CapBnd")))
+    return _result("no_new_privs", "inside", 1, found)
 
 
 def _route_device(line: str) -> str:

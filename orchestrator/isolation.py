@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import labels
+from orchestrator import labels, runtimes
 
 if TYPE_CHECKING:  # the policy and the spec only arrive as arguments
     from orchestrator.guards import GuardPolicy
@@ -213,6 +213,11 @@ def _tmpfs(spec: SandboxSpec) -> dict[str, str]:
     return {"/tmp": f"rw,nosuid,nodev,size={spec.limits.tmp_bytes},mode=1777"}
 
 
+def k8s_runtime_class(runtime: str) -> str:
+    """The RuntimeClass a Job names for a runtime other than the cluster's default."""
+    return f"sandbench-{runtime}"
+
+
 def image_var(arm: str) -> str:
     """The compose variable holding an arm's image id on this host."""
     return "SANDBENCH_IMAGE_" + arm.upper().replace("-", "_")
@@ -351,6 +356,18 @@ SETTINGS: tuple[Setting, ...] = (
                                   "hostname": c["hostname"]},
             k8s=lambda s: {"pod": {"hostPID": False, "hostIPC": False,
                                    "shareProcessNamespace": False, "hostname": "sandbox"}}),
+    # The kernel between the tool and the host: the engine's runtime, named in the Job by the
+    # RuntimeClass the Kubernetes export writes beside it (k8s.runtime_class). Runs recorded
+    # before runtimes were declared ran under runc and carry neither runtime guard.
+    Setting("runtime",  # runc (the host's kernel) or runsc (gVisor's)
+            create=lambda s: {"runtime": s.runtime},
+            outside=lambda p, v: [] if p.runtime is None else [
+                ("runtime", p.runtime, v.host_config.get("Runtime"), None)],
+            inside=("kernel",),
+            policy=lambda s: {"runtime": s.runtime},
+            compose=lambda s, c: dict(c),
+            k8s=lambda s: {"pod": {"runtimeClassName": k8s_runtime_class(s.runtime)}}
+            if s.runtime != runtimes.RUNC else {}),
     # The image by its locked id; a compose file names it by a variable of this host's.
     Setting("image",  # the locked image
             create=lambda s: {"image": s.image_id},

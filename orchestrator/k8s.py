@@ -1,6 +1,6 @@
 """Kubernetes manifests equivalent to a suite's containers: one Job per arm, a deny-all
-NetworkPolicy over the run's pods, validated against the Kubernetes schema of one pinned
-version before anything is written.
+NetworkPolicy over the run's pods and a RuntimeClass for arms under gVisor, validated against
+the Kubernetes schema of one pinned version before anything is written.
 
 Each Job holds the isolation settings' Kubernetes keys (orchestrator/isolation.py), folded
 from the same table and the same kind of `SandboxSpec` (`sandbox_spec.make`: image id, user,
@@ -14,13 +14,14 @@ here (see the README's design note), the manifests are for audit and hand reruns
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from orchestrator import arms, corpus, isolation, labels, run_document, sandbox_spec, suite, workfs
+from orchestrator import (arms, corpus, isolation, labels, run_document, runtimes, sandbox_spec,
+                          suite, workfs)
 from orchestrator.compose import PlainDumper
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_text, read_json
@@ -50,6 +51,8 @@ HEADER = """\
 #  - the timing helper at {helper_dir}/ (sha256 in each Job's annotations; bench/helper/ here)
 #  - a PersistentVolumeClaim {pristine_claim} holding the pristine corpus
 #    ({corpus_id} at {corpus_sha}); an init container copies it into the Job's own /corpus.
+#  - for an arm under runsc (its Job names the RuntimeClass sandbench-runsc, handler runsc):
+#    gVisor's containerd-shim-runsc-v1 registered with containerd as the runsc handler.
 # Each Job's container idles under the helper (PID 1); run a command in it as a run does:
 #   kubectl exec JOB_POD -- {helper} run --sweep --timeout-ms MS --grace-ms MS \\
 #       --cap-bytes BYTES --cwd /corpus -- ARGV...
@@ -73,6 +76,8 @@ class Source:
     user: str
     image_ids: dict[str, str]
     mount_sizes: dict[str, dict[str, int]]  # arm -> mount name -> bytes, when a run gives them
+    # arm -> the runtime it ran under, when a run gives it (else the suite's choice)
+    runtimes: dict[str, str] = field(default_factory=dict)
 
 
 def _dns_name(*parts: str) -> str:
@@ -91,6 +96,7 @@ def _from_run(run_dir: Path, arm_names: list[str]) -> Source:
     run = run_document.read(run_dir)
     image_ids = {}
     sizes: dict[str, dict[str, int]] = {}
+    ran_under = {name: arm.runtime for name, arm in run.arms.items() if arm.runtime}
     for name in arm_names:
         arm = run.arms.get(name)
         if arm is None:
@@ -102,7 +108,7 @@ def _from_run(run_dir: Path, arm_names: list[str]) -> Source:
             mounts = read_json(policy).get("mounts") or []
             sizes[name] = {m["target"].strip("/"): m["size_bytes"] for m in mounts
                            if isinstance(m, dict) and isinstance(m.get("size_bytes"), int)}
-    return Source(run.run_id, run.user, image_ids, sizes)
+    return Source(run.run_id, run.user, image_ids, sizes, ran_under)
 
 
 def _from_host(settings: Settings, arm_specs: list[arms.ArmSpec], suite_name: str) -> Source:
@@ -136,7 +142,8 @@ def _specs(settings: Settings, suite_name: str, run_dir: Path | None
             tool_version=lock.images.get(arm.image, {}).get("tool_version", ""),
             user=source.user, helper=HelperFile(helper, digest),
             mounts=sandbox_spec.arm_mounts(lambda name: Path(f"/{name}"), sizes),
-            exec_path=DOCKER_EXEC))
+            exec_path=DOCKER_EXEC,
+            runtime=source.runtimes.get(arm.name) or the_suite.runtime.of(arm.name)))
     if not specs:
         raise SandbenchError(f"no arm of suite {suite_name!r} has an image to export",
                              fix="build them: sandbench images build")
@@ -230,14 +237,26 @@ def deny_all(run_id: str) -> dict[str, Any]:
                      "policyTypes": ["Ingress", "Egress"]}}
 
 
+def runtime_class(runtime: str, run_id: str) -> dict[str, Any]:
+    """The RuntimeClass a Job of an arm under `runtime` names: the node's containerd handler
+    of that name (runsc: gVisor's containerd-shim, installed on the nodes that run them)."""
+    return {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+            "metadata": {"name": isolation.k8s_runtime_class(runtime),
+                         "labels": _run_labels(run_id)},
+            "handler": runtime}
+
+
 def manifests(settings: Settings, suite_name: str, run_dir: Path | None = None
               ) -> tuple[list[dict[str, Any]], list[SandboxSpec]]:
-    """The NetworkPolicy, then one Job per arm with an image; and the specs they render."""
+    """The NetworkPolicy, a RuntimeClass per runtime other than runc the arms run under,
+    then one Job per arm with an image; and the specs they render."""
     the_suite, specs, source = _specs(settings, suite_name, run_dir)
     pin = _pin(settings, the_suite.corpus)
     lock = ImageLock.load(settings.images_lock)
     arm_specs = {a.name: a for a in arms.load_arms(settings.arms_dir, list(the_suite.arms))}
     docs = [deny_all(source.run_id)]
+    docs += [runtime_class(runtime, source.run_id)
+             for runtime in sorted({s.runtime for s in specs} - {runtimes.RUNC})]
     for spec in specs:
         arm = arm_specs[spec.arm]
         cells = sum(1 for t in the_suite.tasks if t.kind in arm.tasks) * (the_suite.reps + 1)
@@ -295,6 +314,8 @@ def drift(manifest: dict[str, Any], policy: GuardPolicy, image_env: list[str]) -
         ("read_only_root", True, security.get("readOnlyRootFilesystem")),
         ("cap_drop", ["ALL"], security.get("capabilities", {}).get("drop")),
         ("no_new_privileges", False, security.get("allowPrivilegeEscalation")),
+        ("runtime", isolation.k8s_runtime_class(policy.runtime)
+         if policy.runtime not in (None, runtimes.RUNC) else None, pod.get("runtimeClassName")),
     ]
     return [f"{what}: policy {want!r}, manifest {got!r}" for what, want, got in pairs
             if want != got]

@@ -9,6 +9,7 @@ of what it wrote come from there, whichever host that is.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -136,7 +137,9 @@ def _prepare_arm(r: _Run, a: ArmPlan) -> Prepared:
         else:
             before = _save_corpus_before(r, a, place.copy_corpus(
                 r.pristine, r.pin, default_user(), a.spec.env.get("HOME", "")))
-        spec = place.sandbox_spec(lock, a.spec, r.run_id, default_user(), sizes, r.exec_path)
+        spec = dataclasses.replace(
+            place.sandbox_spec(lock, a.spec, r.run_id, default_user(), sizes, r.exec_path),
+            runtime=r.runtime_of[a.name])
         box = exits.enter_context(Sandbox(member.engine, spec, member.id, place.helper))
         try:
             box.verify(r.run_dir / "guards" / a.name)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import (arms, cells, cleanup, corpus, engine_pool, images, log, line_index,
-                          prepare, rundir, run_document, suite, workfs)
+                          prepare, rundir, run_document, runtimes, suite, workfs)
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_text
@@ -154,6 +154,8 @@ class _Run:
     progress: Progress
     corpus_bytes: int  # what a copy of the pristine corpus takes on an arm's file system
     exec_path: str = RESIDENT  # one per run: every record of a run came the same way
+    # The container runtime of each arm (orchestrator/runtimes.py), fixed when the run begins.
+    runtime_of: dict[str, str] = field(default_factory=dict)
     stop: threading.Event = field(default_factory=threading.Event)
     # The run's engines by id, and the engine each arm runs on (engine_pool.place).
     members: dict[str, engine_pool.Member] = field(default_factory=dict)
@@ -198,12 +200,16 @@ def _bench_full(r: _Run, exc: OSError) -> SandbenchError | None:
 def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path | None = None,
             jobs: int = 1, only: list[str] | None = None, progress: Progress | None = None,
             exec_path: str | None = None, members: list[engine_pool.Member] | None = None,
-            on_refused: str = engine_pool.STOP) -> Path:
+            on_refused: str = engine_pool.STOP, runtime: str | None = None) -> Path:
     """Run (or resume) a suite; returns the run directory. `exec_path` (resident unless
     given; a resume keeps the run's own) says how every command reaches its container.
     `members` (engine_pool.connect) spreads the arms over several engines, each made ready
     (images, pre-flight guards) before an arm runs there; without it every arm runs on
-    `engine`."""
+    `engine`. `runtime` runs every arm under that container runtime instead of the suite's
+    (a resume keeps the run's own)."""
+    if runtime is not None and runtime not in runtimes.RUNTIMES:
+        raise InputError.bad_value("--runtime", "--runtime", f"one of {list(runtimes.RUNTIMES)}",
+                                   runtime)
     if exec_path is not None and exec_path not in EXEC_PATHS:
         raise InputError.bad_value("--exec-path", "--exec-path", f"one of {list(EXEC_PATHS)}",
                                    exec_path)
@@ -216,7 +222,7 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
     pin, pristine = _verified_corpus(settings, the_plan.suite)
     workfs.require_root(settings.runs_dir)
     r, data = _open_run(engine, settings, the_plan, pin, pristine, resume, progress, exec_path,
-                        members)
+                        members, runtime)
     with _status_on_failure(r, data):
         run_document.write(r.run_dir, data)
         _save_pin_lines(r)
@@ -263,8 +269,8 @@ def _verified_corpus(settings: Settings, the_suite: suite.Suite
 
 def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.CorpusPin,
               pristine: Path, resume: Path | None, progress: Progress | None,
-              exec_path: str | None, members: list[engine_pool.Member] | None = None
-              ) -> tuple[_Run, RunDoc]:
+              exec_path: str | None, members: list[engine_pool.Member] | None = None,
+              runtime: str | None = None) -> tuple[_Run, RunDoc]:
     """A new run directory and its run.json, or the one resumed: checked to continue the
     same run, with what a killed attempt left on the engine removed."""
     if resume is None:
@@ -282,6 +288,7 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
                                        fix="a resumed run keeps its exec path: leave out "
                                            "--exec-path, or start a new run")
         exec_path = recorded
+        _keep_runtimes(previous, run_dir, runtime)
     log.configure(run_dir / "log.jsonl")
     r = _Run(engine, settings, the_plan, run_id, run_dir, pin, pristine,
              progress or (lambda *_: None), workfs.tree_bytes(pristine),
@@ -292,7 +299,14 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
     r.members = {m.id: m for m in members}
     r.engine_of = {a.name: members[0].id for a in the_plan.available}
     if resume is None:
-        return r, _new_run_doc(r)
+        r.runtime_of = {a.name: the_plan.suite.runtime.of(a.name, runtime)
+                        for a in the_plan.available}
+        data = _new_run_doc(r)
+        for name, arm_runtime in r.runtime_of.items():
+            data.arms[name].runtime = arm_runtime
+        return r, data
+    r.runtime_of = {a.name: previous.arms[a.name].runtime or runtimes.RUNC
+                    for a in the_plan.available if a.name in previous.arms}
     run_document.check_resumable(previous, run_dir, the_plan.suite, the_plan.arms)
     previous.resumed([m.facts for m in members])
     for member in members:
@@ -301,6 +315,18 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
         if left:
             logger.info("orphans_removed", run=run_id, engine=member.id, containers=len(left))
     return r, previous
+
+
+def _keep_runtimes(previous: RunDoc, run_dir: Path, runtime: str | None) -> None:
+    """A resumed run keeps each arm's runtime: --runtime may only repeat it."""
+    if runtime is None:
+        return
+    for name, arm in previous.arms.items():
+        if (arm.runtime or runtimes.RUNC) != runtime and arm.unavailable is None:
+            raise InputError.bad_value(run_document.path(run_dir), f"arms.{name}.runtime",
+                                       runtime, arm.runtime or runtimes.RUNC,
+                                       fix="a resumed run keeps its arms' runtimes: leave out "
+                                           "--runtime, or start a new run")
 
 
 def _run_arms(r: _Run, jobs: int) -> list[dict[str, Any]]:

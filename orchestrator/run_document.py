@@ -83,7 +83,8 @@ class CorpusRecord:
 @dataclass
 class ArmRecord:
     """One arm of the run: its image and spec, and once it ran, where and with what end.
-    `engine`, `state_bytes` and `refused` are absent (None) until the run sets them."""
+    `engine`, `state_bytes`, `refused` and `runtime` are absent (None) until the run sets
+    them."""
 
     image: str
     image_id: str | None
@@ -98,6 +99,9 @@ class ArmRecord:
     engine: str | None = None
     state_bytes: int | None = None
     refused: str | None = None
+    # The container runtime it ran under (orchestrator/runtimes.py), set when the run
+    # begins; absent in runs recorded before runtimes were declared, which ran under runc.
+    runtime: str | None = None
 
     def ended(self, *, state_bytes: int | None = None, refused: str | None = None) -> None:
         """How the arm's part of the run ended: the bytes it left, or why it was refused."""
@@ -294,7 +298,7 @@ class RunDoc:
         return out
 
 
-_ARM_SET_LATER = ("engine", "state_bytes", "refused")
+_ARM_SET_LATER = ("engine", "state_bytes", "refused", "runtime")
 
 
 def _arm_json(arm: ArmRecord) -> dict[str, Any]:

@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from orchestrator import execproto, guards, isolation, labels, log, placement, sandbox_spec
+from orchestrator import (execproto, guards, isolation, labels, log, placement, runtimes,
+                          sandbox_spec)
 from orchestrator.engine import AttachChannel, Engine, ExecStream
 from orchestrator.errors import EngineError, GuardViolation, SandbenchError
 from orchestrator.sandbox_spec import HELPER, MIB, SandboxSpec
@@ -72,12 +73,24 @@ class Sandbox:
         """Create and start the container where its placement mounts the helper. When the
         helper cannot even be read no container is made, and `verify` refuses the arm on
         the helper's guard."""
+        self._require_runtime()
         image = self.engine.inspect_image(self.spec.image_id)
         image_env = image.get("Config", {}).get("Env") or []
         self.policy = self._policy(image["Id"], image_env)
         self.host_snapshot = self.helper.start(self.spec, self._create_and_start)
         if self.container_id is not None:
             logger.info("sandbox_started", arm=self.spec.arm, container=self.container_id[:12])
+
+    def _require_runtime(self) -> None:
+        """An arm that asks for a runtime the engine lacks is refused by name, never run
+        under another."""
+        if self.spec.runtime == runtimes.RUNC or runtimes.engine_has(self.engine.info(),
+                                                                       self.spec.runtime):
+            return
+        raise SandbenchError(f"arm {self.spec.arm!r} asks for the container runtime "
+                             f"{self.spec.runtime!r}, which the engine "
+                             f"{self.engine_id or self.engine.address} does not have",
+                             fix=runtimes.REGISTER_FIX)
 
     def _create_and_start(self) -> None:
         self.container_id = self.engine.create_container(
@@ -199,7 +212,7 @@ class Sandbox:
             run_id=self.spec.run_id, arm=self.spec.arm, argv=list(argv),
             env=dict(self.spec.env), workdir=workdir or self.spec.workdir,
             user=self.spec.user, image_id=self.spec.image_id,
-            container_id=self.require_id(),
+            container_id=self.require_id(), runtime=self.spec.runtime,
             limits={**isolation.record_limits(self.spec.limits), "timeout_s": timeout_s,
                     "grace_s": grace_s, "cap_bytes": cap_bytes},
             started_at=started_at,

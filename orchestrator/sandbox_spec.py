@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import isolation, labels
+from orchestrator import isolation, labels, runtimes
 from orchestrator.isolation import HELPER_PATH as HELPER
 from orchestrator.isolation import RESIDENT
 
@@ -92,6 +92,7 @@ class SandboxSpec:
     limits: Limits = field(default_factory=Limits)
     workdir: str = "/"
     exec_path: str = RESIDENT
+    runtime: str = runtimes.DEFAULT  # the engine's container runtime (orchestrator/runtimes.py)
 
     @property
     def labels(self) -> dict[str, str]:
@@ -122,19 +123,19 @@ PREFLIGHT = "preflight"
 
 
 def make(run_id: str, arm: ArmSpec | None, *, image_id: str, tool_version: str, user: str,
-         helper: HelperFile, mounts: tuple[Mount, ...] = (), exec_path: str = RESIDENT
-         ) -> SandboxSpec:
+         helper: HelperFile, mounts: tuple[Mount, ...] = (), exec_path: str = RESIDENT,
+         runtime: str = runtimes.DEFAULT) -> SandboxSpec:
     """The one constructor of a sandbox's spec. An arm's container takes the arm's
     environment and limits and works in its /corpus; with no arm it is an engine's
     pre-flight sandbox: no environment, the default limits, working in /."""
     if arm is None:
         return SandboxSpec(run_id=run_id, arm=PREFLIGHT, image_id=image_id,
                            tool_version=tool_version, user=user, env={}, helper=helper,
-                           mounts=mounts, workdir="/", exec_path=exec_path)
+                           mounts=mounts, workdir="/", exec_path=exec_path, runtime=runtime)
     return SandboxSpec(run_id=run_id, arm=arm.name, image_id=image_id,
                        tool_version=tool_version, user=user, env=arm.env, helper=helper,
                        mounts=mounts, limits=arm.limits, workdir="/corpus",
-                       exec_path=exec_path)
+                       exec_path=exec_path, runtime=runtime)
 
 
 def arm_mounts(source: Callable[[str], Path], sizes: Mapping[str, int] | None = None,
@@ -148,8 +149,8 @@ def arm_mounts(source: Callable[[str], Path], sizes: Mapping[str, int] | None = 
 
 def for_arm(lock: ImageLock, arm: ArmSpec, run_id: str, work: Path, user: str,
             sizes: Mapping[str, int], exec_path: str = RESIDENT,
-            volumes: Mapping[str, str] | None = None, helper_path: Path | None = None
-            ) -> SandboxSpec:
+            volumes: Mapping[str, str] | None = None, helper_path: Path | None = None,
+            runtime: str = runtimes.DEFAULT) -> SandboxSpec:
     """The container an arm gets in a run: its locked image and the host's helper, its
     mounts the file systems mounted under `work` (workfs.mounted), each bounded by `sizes`;
     on an engine of another host, the `volumes` (name -> volume) mounting that host's file
@@ -160,7 +161,7 @@ def for_arm(lock: ImageLock, arm: ArmSpec, run_id: str, work: Path, user: str,
                 user=user, helper=HelperFile(helper_path or helper, digest),
                 mounts=arm_mounts(lambda name: Path(volumes[name]) if volumes else work / name,
                                   sizes, volume=bool(volumes)),
-                exec_path=exec_path)
+                exec_path=exec_path, runtime=runtime)
 
 
 def writable_dirs(spec: SandboxSpec) -> list[tuple[Path, Path]]:

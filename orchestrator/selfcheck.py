@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import arms as arms_mod
-from orchestrator import guards, images, log, rundir, workfs
+from orchestrator import guards, images, log, rundir, runtimes, workfs
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.images import ImageLock
@@ -23,12 +23,14 @@ logger = log.get(__name__)
 
 @contextmanager
 def _bare_sandbox(engine: Engine, lock: ImageLock, arm: arms_mod.ArmSpec, run_id: str,
-                  run_dir: Path, user: str) -> Iterator[Sandbox]:
+                  run_dir: Path, user: str, runtime: str = runtimes.DEFAULT
+                  ) -> Iterator[Sandbox]:
     """An arm's sandbox as a run starts it, on file systems of its own, with no corpus."""
     work = run_dir / "work" / arm.name
     sizes = workfs.sizes(arm.limits, 0)
     with workfs.mounted(work, sizes, fresh=True), \
-            Sandbox(engine, for_arm(lock, arm, run_id, work, user, sizes)) as box:
+            Sandbox(engine, for_arm(lock, arm, run_id, work, user, sizes,
+                                    runtime=runtime)) as box:
         yield box
 
 
@@ -44,7 +46,8 @@ class ArmCheck:
         return self.refused is None and not guards.failures(self.results)
 
 
-def check(engine: Engine, settings: Settings, names: list[str]) -> tuple[Path, list[ArmCheck]]:
+def check(engine: Engine, settings: Settings, names: list[str],
+          runtime: str = runtimes.DEFAULT) -> tuple[Path, list[ArmCheck]]:
     specs = arms_mod.load_arms(settings.arms_dir, names)
     lock = ImageLock.load(settings.images_lock)
     recipes = images.load_recipes(settings.images_dir)
@@ -62,7 +65,7 @@ def check(engine: Engine, settings: Settings, names: list[str]) -> tuple[Path, l
     log.configure(run_dir / "log.jsonl")
     user = default_user()
     for arm in runnable:
-        with _bare_sandbox(engine, lock, arm, run_id, run_dir, user) as box:
+        with _bare_sandbox(engine, lock, arm, run_id, run_dir, user, runtime) as box:
             try:
                 results = box.verify(run_dir / "guards" / arm.name)
                 checks.append(ArmCheck(arm.name, results, None))
@@ -74,13 +77,13 @@ def check(engine: Engine, settings: Settings, names: list[str]) -> tuple[Path, l
 
 
 def exec_once(engine: Engine, settings: Settings, name: str, argv: list[str],
-              timeout_s: float) -> tuple[Path, ExecRecord]:
+              timeout_s: float, runtime: str = runtimes.DEFAULT) -> tuple[Path, ExecRecord]:
     """Start one arm's sandbox, verify it, run `argv` once and keep its transcript."""
     (arm,) = arms_mod.load_arms(settings.arms_dir, [name])
     lock = ImageLock.load(settings.images_lock)
     run_id, run_dir = rundir.create(settings.runs_dir, "exec")
     log.configure(run_dir / "log.jsonl")
-    with _bare_sandbox(engine, lock, arm, run_id, run_dir, default_user()) as box:
+    with _bare_sandbox(engine, lock, arm, run_id, run_dir, default_user(), runtime) as box:
         box.verify(run_dir / "guards" / arm.name)
         record = box.exec(argv, run_dir / "cells" / arm.name / "exec", timeout_s=timeout_s)
     return run_dir, record

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator import corpus, importgraph, parsers
+from orchestrator import corpus, importgraph, parsers, runtimes
 from orchestrator.corpus.git import clean_git
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
@@ -35,7 +35,7 @@ SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_
 # arm whose facts (version, build, isolation) the disclosure block opens with. Optional because
 # a suite sealed before it existed must still load to be scored; without it those lines are n/a.
 OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted", "tool_under_test", "grading",
-                       "truth_rule"}
+                       "truth_rule", "runtime"}
 # Optional: the mechanical rule `sandbench suite add-tasks` computes a task's truth by (the rules
 # of orchestrator/truth_rules.py); a suite whose truth was written by hand declares none.
 TRUTH_RULES = ("text-v1", "text-v1-declaring-admissible")
@@ -236,6 +236,8 @@ class Suite:
     def rules(self, task: Task) -> GradingRules:
         """The grading rules of one task: the suite's, with the task's own over them."""
         return self.grading.over(task.grading)
+    # The container runtime of each arm (orchestrator/runtimes.py): runc unless declared.
+    runtime: runtimes.Choice = field(default_factory=runtimes.Choice)
 
     def truth_file(self) -> Path | None:
         """Where `sandbench truth build` stores the oracle's truth (sealed with the suite)."""
@@ -537,7 +539,8 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
                  tool_under_test=tool,
                  families_not_attempted=_families(path, data.get("families_not_attempted", {})),
                  grading=rules, grading_declared=tuple(k for k in GRADING_KEYS if k in declared),
-                 truth_rule=truth_rule(path, data.get("truth_rule")))
+                 truth_rule=truth_rule(path, data.get("truth_rule")),
+                 runtime=_runtime(path, data.get("runtime"), arms))
 
 
 def truth_rule(path: Path, value: Any) -> str | None:
@@ -545,6 +548,12 @@ def truth_rule(path: Path, value: Any) -> str | None:
     if value is not None and value not in TRUTH_RULES:
         raise _bad(path, "truth_rule", f"one of {list(TRUTH_RULES)}", value)
     return value
+
+
+def _runtime(path: Path, table: Any, arms: list[str]) -> runtimes.Choice:
+    if table is not None and (wrong := runtimes.problem(table, arms)):
+        raise _bad(path, *wrong)
+    return runtimes.choice(table)
 
 
 def _families(path: Path, table: Any) -> dict[str, tuple[str, str]]:

@@ -85,11 +85,15 @@ class ExecRecord:
     # A call of an MCP session: its record is derived from the session's transcript
     # (orchestrator/mcp.py); None for every plain exec.
     mcp: dict[str, Any] | None = None
+    # The container runtime the command ran under (runc or runsc); None in records made
+    # before runtimes were declared, which ran under runc.
+    runtime: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        if data["mcp"] is None:  # a plain exec's record is as it was before MCP arms
-            del data["mcp"]
+        for key in ("mcp", "runtime"):  # absent when None, as in records made before them
+            if data[key] is None:
+                del data[key]
         return data
 
     @classmethod

@@ -19,7 +19,7 @@ from orchestrator import engine_pool
 from orchestrator import run as run_mod
 from orchestrator import run_document
 from orchestrator import suite as suite_mod
-from orchestrator import workfs
+from orchestrator import runtimes, workfs
 from orchestrator.cli._common import emit_json, show, table
 from orchestrator.engine import Engine
 from orchestrator.errors import InputError, SandbenchError
@@ -48,6 +48,7 @@ class Options:
     engine_urls: list[str] | None
     insecure_engine: bool
     on_engine_refused: str
+    runtime: str | None = None  # --runtime: every arm's container runtime
 
 
 def option_problems(opts: Options) -> list[Problem]:
@@ -77,6 +78,25 @@ def _seal_problems(the_plan: run_mod.Plan, cfg: Settings) -> list[Problem]:
                                f"sandbench suite seal {name})", 2) for d in diffs]
 
 
+def _runtime_problems(the_plan: run_mod.Plan, override: str | None,
+                      members: list[engine_pool.Member], engine: Engine | None
+                      ) -> list[Problem]:
+    """Each arm whose container runtime an engine of the run lacks (the run refuses it)."""
+    engines = [m.engine for m in members] or ([engine] if engine is not None else [])
+    problems: list[Problem] = []
+    for a in the_plan.available:
+        wanted = the_plan.suite.runtime.of(a.name, override)
+        if wanted == runtimes.RUNC:
+            continue
+        for e in engines:
+            info = _attempt(problems, e.info)
+            if info is not None and not runtimes.engine_has(info, wanted):
+                problems.append(Problem(f"arm {a.name!r} asks for the container runtime "
+                                        f"{wanted!r}, which the engine {e.address} does not "
+                                        f"have (fix: {runtimes.REGISTER_FIX})", 1))
+    return problems
+
+
 def dry_run(cfg: Settings, opts: Options, as_json: bool) -> None:
     """Print the plan (with each arm's engine when several are given); start nothing.
     Raises one error listing every problem when the run could not start."""
@@ -93,6 +113,7 @@ def dry_run(cfg: Settings, opts: Options, as_json: bool) -> None:
     if the_plan is not None:
         problems += [Problem(item, 1) for item in the_plan.missing]
         problems += _seal_problems(the_plan, cfg)
+        problems += _runtime_problems(the_plan, opts.runtime, members, engine)
         if members:
             placement = _attempt(problems, lambda: engine_pool.place(
                 [a.name for a in the_plan.available], members)) or {}

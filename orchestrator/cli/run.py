@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from orchestrator import engine_pool
+from orchestrator import engine_pool, runtimes
 from orchestrator import run as run_mod
 from orchestrator.cli import progress
 from orchestrator.cli._common import BenchRoot, Json, SuiteName, emit_json, settings
@@ -21,6 +21,13 @@ class ExecPath(StrEnum):
 
     resident = RESIDENT
     docker_exec = DOCKER_EXEC
+
+
+class Runtime(StrEnum):
+    """--runtime: the container runtime every arm runs under (runtimes.RUNTIMES)."""
+
+    runc = runtimes.RUNC
+    runsc = runtimes.RUNSC
 
 
 class OnEngineRefused(StrEnum):
@@ -58,13 +65,19 @@ def run(suite: str = SuiteName,
             OnEngineRefused.stop, "--on-engine-refused",
             help="When an engine is refused (a guard, its images, no loop devices): stop "
                  "the run, or move its arms to the other engines."),
+        runtime: Runtime = typer.Option(None, "--runtime",
+                                        help="Run every arm under this container runtime: "
+                                             "runc (the host's kernel) or runsc (gVisor's), "
+                                             "instead of the suite's [runtime] choice (runc "
+                                             "unless it says). A resume keeps the run's own."),
         bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Run a sealed suite. Arms run one after another unless --jobs says otherwise."""
     cfg = settings(bench_root)
     exec_path_value = exec_path.value if exec_path is not None else None
     if check_only:
         dry_run(cfg, Options(suite, arm, resume, exec_path_value, engine_urls, insecure_engine,
-                             on_engine_refused.value), as_json)
+                             on_engine_refused.value,
+                             runtime.value if runtime is not None else None), as_json)
         return
     members = engine_pool.connect(engine_urls, insecure_engine) if engine_urls else None
     engine = members[0].engine if members else Engine.connect()
@@ -74,7 +87,8 @@ def run(suite: str = SuiteName,
         run_dir = run_mod.execute(engine, cfg, suite, resume=resume, jobs=jobs,
                                   only=arm or None, progress=on_cell,
                                   exec_path=exec_path_value, members=members,
-                                  on_refused=on_engine_refused.value)
+                                  on_refused=on_engine_refused.value,
+                                  runtime=runtime.value if runtime is not None else None)
     finally:
         close()
     if as_json:

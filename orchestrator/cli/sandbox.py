@@ -8,21 +8,26 @@ from pathlib import Path
 import typer
 
 from orchestrator import selfcheck
+from orchestrator.cli.run import Runtime
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show_guards
 from orchestrator.cli._help import Command, Group
 from orchestrator.engine import Engine
 from orchestrator.untrusted.text import terminal
 
+RUNTIME = typer.Option(Runtime.runc, "--runtime",
+                       help="The container runtime: runc (the host's kernel) or runsc (gVisor).")
 app = typer.Typer(cls=Group, no_args_is_help=True, help="Hardened per-arm containers.")
 
 
 @app.command("check", cls=Command)
 def check(arms: list[str] = typer.Argument(None, metavar="ARM",
                                            help="Arms to check (default: all)."),
-          bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
+          runtime: Runtime = RUNTIME, bench_root: Path = BenchRoot, as_json: bool = Json
+          ) -> None:
     """Start each arm's container, verify and print every guard, remove the container.
     Exits 1 when any arm is refused."""
-    run_dir, checks = selfcheck.check(Engine.connect(), settings(bench_root), arms or [])
+    run_dir, checks = selfcheck.check(Engine.connect(), settings(bench_root), arms or [],
+                                      runtime.value)
     if as_json:
         emit_json({"run_dir": str(run_dir), "arms": [
             {"arm": c.arm, "ok": c.ok, "refused": c.refused, "unavailable": c.unavailable,
@@ -44,10 +49,11 @@ def exec_(arm: str = typer.Argument(..., metavar="ARM",
           argv: list[str] = typer.Argument(..., metavar="CMD", help="The command, after --."),
           timeout: float = typer.Option(600, metavar="SECONDS",
                                         help="Seconds before the process tree is killed."),
-          bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
+          runtime: Runtime = RUNTIME, bench_root: Path = BenchRoot, as_json: bool = Json
+          ) -> None:
     """Run one command in a verified sandbox and keep its complete transcript."""
     run_dir, record = selfcheck.exec_once(Engine.connect(), settings(bench_root), arm, argv,
-                                          timeout)
+                                          timeout, runtime.value)
     cell = run_dir / "cells" / arm / "exec"
     if as_json:
         emit_json({"cell": str(cell), "record": record.to_json()})

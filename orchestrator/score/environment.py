@@ -203,6 +203,8 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
         deviations.append(f"the install times of {', '.join(shared)} were measured with up to "
                           f"{most} image builds at once (images build --jobs): wall time "
                           "shared with the other builds, not each image's own")
+    if runtime_line := _runtimes(run):
+        deviations.append(runtime_line)
     hosts = _engine_hosts(run)
     if hosts:
         deviations.append("the arms ran on " + str(len(run["engines"])) + " Docker engines, "
@@ -225,6 +227,32 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
         "reps": f"{reps + 1} per cell (1 cold + {reps} warm)",
         "deviations": deviations,
     }
+
+
+# What each container runtime puts between a tool and the host (orchestrator/runtimes.py).
+RUNTIME_MEANS = {
+    "runc": "the host's kernel",
+    "runsc": "gVisor's kernel between the tool and the host's: its system calls and file "
+             "reads cost more, so its timings are not comparable with runc's",
+}
+
+
+def _runtimes(run: Mapping[str, Any]) -> str | None:
+    """Which arms ran under which container runtime; None for a run recorded before
+    runtimes were declared (every arm under runc)."""
+    by_runtime: dict[str, list[str]] = {}
+    for arm, data in run["arms"].items():
+        if isinstance(data, dict) and isinstance(data.get("runtime"), str):
+            by_runtime.setdefault(data["runtime"], []).append(arm)
+    if not by_runtime:
+        return None
+    if len(by_runtime) == 1:
+        (runtime,) = by_runtime
+        return (f"container runtime {runtime} ({RUNTIME_MEANS.get(runtime, runtime)}) for "
+                "every arm")
+    return "container runtimes: " + "; ".join(
+        f"{runtime} ({RUNTIME_MEANS.get(runtime, runtime)}) for {_listed(sorted(arms))}"
+        for runtime, arms in sorted(by_runtime.items()))
 
 
 def _engine_hosts(run: Mapping[str, Any]) -> str:

@@ -110,7 +110,8 @@ def test_a_sha_with_a_trailing_newline_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda d: d.update(colour="red"), "colour: expected one of ['arm', 'env', 'exec_path', "
      "'helper', 'image_id', 'labels', 'memory_bytes', 'mounts', 'nano_cpus', 'pids', 'run_id', "
-     "'tmpfs', 'user'], found 'colour'"),
+     "'runtime', 'tmpfs', 'user'], found 'colour'"),
+    (lambda d: d.update(runtime="kata"), "runtime: expected 'runc' or 'runsc', found 'kata'"),
     (lambda d: d.update(pids="512"), "pids: expected int, found '512'"),
     (lambda d: d.pop("arm"), "arm: expected present, found None"),
     (lambda d: d.update(env=["A=1", 2]), "env: expected list[str], found ['A=1', 2]"),

@@ -1,0 +1,289 @@
+"""The kernel boundary: the attacks that go through the kernel (privilege, system calls, raw
+sockets and devices, tracing the helpers, egress) run in a hostile arm's sandbox under each
+container runtime, runc (the host's kernel) and runsc (gVisor's), and every guard is verified
+under both; plus an arm that claims runsc on a container the engine runs under runc.
+
+These attacks run in a sandbox of their own, not through a run, each by a plain exec of the
+engine beside the PID 1 helper (under runsc such an exec does not carry the engine's seccomp
+profile, so they meet gVisor's kernel alone, the harder case). Under the Debian runsc of this
+machine (2022-12) every arm is refused by the channel_private guard (gVisor lets the
+sandbox's uid open PID 1's descriptors through /proc, see guards.UNDER_GVISOR), and past the
+guard the timing helper refuses every command (gVisor has no PR_SET_CHILD_SUBREAPER), so a
+run under runsc measures nothing. The attacks are still made there, to show what gVisor
+blocks, and that the guard's refusal is the hole itself, not a false alarm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from orchestrator import arms, guards, run, runtimes, selfcheck
+from orchestrator.errors import GuardViolation
+from orchestrator.images import ImageLock
+from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox_spec import default_user
+from tests.security.conftest import MAIN_RUN_ID, World, attempts_in
+
+pytestmark = pytest.mark.integration
+
+PRIV_PHASES = ("privilege", "ptrace_targets", "raw_and_devices", "syscalls")
+NET_PHASES = ("egress", "egress_loop")
+
+
+@dataclass
+class Attacked:
+    runtime: str
+    verdict: list[guards.GuardResult]
+    refused: list[str]  # the guards that failed
+    helper_run: tuple[str, list[str]]  # a command through the helper: outcome, its errors
+    priv: list[dict[str, tuple[str, str]]]  # the attempts of each phase of `attack priv`
+    net: list[dict[str, tuple[str, str]]]
+    arrived: list[tuple[str, bytes]]  # what reached the host's loopback listener
+    nnp: str  # prctl(PR_GET_NO_NEW_PRIVS) as the tool reads it
+
+
+def _plain(box: Sandbox, argv: list[str], out: Path) -> Path:
+    """`argv` by a plain exec of the engine (no timing helper), its stdout kept in `out`."""
+    stream = box.engine.exec(box.require_id(), argv, user=box.spec.user, timeout_s=120)
+    try:
+        with out.open("wb") as fh:
+            for stdout, _ in stream.chunks():
+                fh.write(stdout or b"")
+        assert stream.broken is None, stream.broken
+    finally:
+        stream.close()
+    return out
+
+
+def _attack(box: Sandbox, world: World, role: str, phases: int, folder: Path,
+            *extra: str) -> list[dict[str, tuple[str, str]]]:
+    argv = ["attack", role, "--bench", str(world.bench), "--run-dir",
+            str(world.bench / "runs" / MAIN_RUN_ID), *extra, "--", "Money"]
+    return [attempts_in(_plain(box, argv, folder / f"{role}-{phase}.out"))
+            for phase in range(phases)]
+
+
+_ATTACKED: dict[str, Attacked] = {}
+
+
+@pytest.fixture(scope="module", params=runtimes.RUNTIMES)
+def attacked(request: pytest.FixtureRequest, world: World,
+             tmp_path_factory: pytest.TempPathFactory) -> Attacked:
+    return _attack_under(request.param, world, tmp_path_factory)
+
+
+def _attack_under(runtime: str, world: World,
+                  tmp_path_factory: pytest.TempPathFactory) -> Attacked:
+    """The h-priv arm's sandbox under one runtime: verified, then attacked (once a module)."""
+    if runtime in _ATTACKED:
+        return _ATTACKED[runtime]
+    folder = tmp_path_factory.mktemp(f"runtime-{runtime}")
+    (arm,) = arms.load_arms(world.settings.arms_dir, ["h-priv"])
+    lock = ImageLock.load(world.settings.images_lock)
+    listener = world.listener
+    before = len(listener.arrived)
+    with selfcheck._bare_sandbox(world.engine, lock, arm, f"security-{runtime}", folder,
+                                 default_user(), runtime) as box:
+        try:
+            verdict = box.verify(folder / "guards" / arm.name)
+        except GuardViolation:
+            verdict = guards.audit(folder)[0].results
+        through_helper = box.exec(["true"], folder / "helper-run", timeout_s=30)
+        priv = _attack(box, world, "priv", len(PRIV_PHASES), folder)
+        # Its own /state holds the phase of each role: net starts at its phase 0 after priv.
+        _plain(box, ["rm", "-f", "/state/.attack-phase"], folder / "reset.out")
+        net = _attack(box, world, "net", len(NET_PHASES), folder, "--port",
+                      str(listener.port))
+        nnp = _plain(box, ["python3", "-c", "import ctypes; print(ctypes.CDLL(None).prctl("
+                           "39, 0, 0, 0, 0))"], folder / "nnp.out").read_text()
+        time.sleep(0.3)  # a late datagram still reaches the listener
+    _ATTACKED[runtime] = Attacked(
+        runtime, verdict, sorted(r.guard for r in guards.failures(verdict)),
+        (through_helper.outcome, list(through_helper.helper.get("errors") or [])),
+        priv, net, listener.arrived[before:], nnp)
+    return _ATTACKED[runtime]
+
+
+def test_every_guard_runs_and_only_the_channel_fails_under_gvisor(attacked: Attacked) -> None:
+    """Under runc every guard holds; under runsc every guard runs and holds but the channel
+    guard, which refuses the arm (the next test shows the hole it refuses)."""
+    by_guard = {r.guard: r for r in attacked.verdict}
+    assert by_guard["runtime"].found == attacked.runtime
+    assert by_guard["kernel"].ok, by_guard["kernel"]
+    assert set(guards.UNDER_GVISOR) <= set(by_guard)
+    assert attacked.refused == ([] if attacked.runtime == runtimes.RUNC
+                                else ["channel_private"])
+
+
+def test_the_timing_helper_runs_commands_only_under_runc(attacked: Attacked) -> None:
+    """gVisor 2022-12 has no child subreaper: the helper refuses to run a command whose
+    daemons could escape its sweep, and says why (fail closed)."""
+    outcome, errors = attacked.helper_run
+    if attacked.runtime == runtimes.RUNC:
+        assert (outcome, errors) == ("ok", [])
+    else:
+        assert outcome == "tampered"
+        assert any("PR_SET_CHILD_SUBREAPER" in e for e in errors), errors
+
+
+def test_pid1_cannot_be_traced_and_its_descriptors_open_only_under_gvisor(
+        attacked: Attacked) -> None:
+    tried = attacked.priv[1]
+    assert tried["PID 1"] == ("IS", "/.sandbench/sandbench-exec serve")
+    who = "PID 1 helper"
+    for what in (f"ptrace ATTACH {who}", f"ptrace SEIZE {who}", f"process_vm_readv {who}",
+                 f"pidfd_getfd {who} stdout", "ptrace ATTACH PID 1"):
+        assert tried[what][0] != "OK", (attacked.runtime, what, tried[what])
+    opened = tried[f"open /proc/{who}/fd/1 for writing"]
+    if attacked.runtime == runtimes.RUNC:
+        assert opened[0] in {"EPERM", "EACCES"}, opened
+    else:  # gVisor 2022-12 ignores PR_SET_DUMPABLE here: channel_private refuses the arm
+        assert opened[0] == "OK", opened
+
+
+def test_no_privilege_is_gained_under_either_kernel(attacked: Attacked) -> None:
+    tried = attacked.priv[0]
+    for what in ("setuid(0)", "setgid(0)", "chroot /tmp", "mount(2) tmpfs on /tmp",
+                 "mount(2) bind / on /tmp"):
+        assert tried[what][0] == "EPERM", (attacked.runtime, what, tried[what])
+    assert "PermissionError" in tried["suid-python setuid(0)"][1]
+    assert tried["su -c id"][0] != "OK"
+    status = tried["own status"][1]
+    for line in ("CapPrm: 0000000000000000", "CapEff: 0000000000000000",
+                 "CapBnd: 0000000000000000"):
+        assert line in status, (attacked.runtime, status)
+    # A plain exec carries the engine's seccomp profile under runc only: runsc applies it
+    # (--oci-seccomp) to the container's first process and what it forks, which is every
+    # command of a run (the seccomp guard reads 2 from the probe PID 1 forks), not to an
+    # exec of its own. So under runsc these attempts meet gVisor's kernel alone.
+    assert f"Seccomp: {2 if attacked.runtime == runtimes.RUNC else 0}" in status, status
+    # gVisor prints no NoNewPrivs line; the flag itself is set under both kernels.
+    assert attacked.nnp.strip() == "1", attacked.nnp
+
+
+def test_raw_sockets_devices_and_dangerous_system_calls_are_refused(
+        attacked: Attacked) -> None:
+    devices, calls = attacked.priv[2], attacked.priv[3]
+    for what, (result, detail) in devices.items():
+        if what.startswith(("socket raw", "socket packet", "mknod", "open /dev/")) and (
+                attacked.runtime, what) not in GVISOR_OWN:
+            assert result != "OK", (attacked.runtime, what, detail)
+    for what, (result, detail) in calls.items():
+        if what.startswith("syscall "):
+            assert result in {"EPERM", "ENOSYS", "EINVAL", "EFAULT", "EACCES", "ENODEV"}, \
+                (attacked.runtime, what, result, detail)
+
+
+def test_nothing_reaches_the_hosts_loopback_under_either_kernel(attacked: Attacked) -> None:
+    assert attacked.arrived == []
+    for phase in attacked.net:
+        for what, (result, detail) in phase.items():
+            if "host" in what and what.startswith(("tcp", "udp", "connect")):
+                assert result != "OK" or "received" not in detail, (what, result, detail)
+
+
+# What a tool may do under gVisor 2022-12 that runc refuses, each inside the sandbox kernel
+# only: its namespaces, device nodes and devices are the Sentry's, not the host's.
+GVISOR_OWN = {(runtimes.RUNSC, what) for what in (
+    "mknod /tmp/null", "mknod /dev/shm/mem", "open /dev/fuse", "open /dev/net/tun")}
+# Every attempt of the kernel-boundary phases whose result differs under gVisor (phase file,
+# attempt) -> its result there; every other attempt's result is the same under both kernels.
+GVISOR_DIFFERS = {
+    ("priv", 0, "unshare(user)"): "OK", ("priv", 0, "unshare(mount)"): "OK",
+    ("priv", 0, "unshare(net)"): "OK", ("priv", 0, "unshare(pid)"): "OK",
+    ("priv", 0, "unshare -m mount"): "ENOMEM",
+    ("priv", 0, "setns into PID 1's net ns"): "ENOTSUP",
+    ("priv", 0, "setns into own net ns"): "ENOTSUP",
+    # The hole channel_private refuses: PID 1's descriptors and environment through /proc.
+    ("priv", 1, "listdir /proc/PID 1 helper/fd"): "OK",
+    ("priv", 1, "open /proc/PID 1 helper/fd/1 for writing"): "OK",
+    ("priv", 1, "read /proc/1/environ"): "OK",
+    ("priv", 1, "read /proc/PID 1 helper/environ"): "OK",
+    ("priv", 1, "pidfd_getfd PID 1 helper stdout"): "ENOSYS",
+    ("priv", 1, "pidfd_getfd helper stdout"): "ENOSYS",
+    ("priv", 1, "process_vm_readv PID 1 helper"): "ENOSYS",
+    ("priv", 2, "mknod /dev/shm/mem"): "OK", ("priv", 2, "mknod /tmp/null"): "OK",
+    ("priv", 2, "open /dev/fuse"): "OK", ("priv", 2, "open /dev/net/tun"): "OK",
+    ("priv", 2, "open /dev/tty"): "EIO",
+    ("priv", 3, "syscall add_key"): "EACCES", ("priv", 3, "syscall keyctl"): "EACCES",
+    ("priv", 3, "syscall perf_event_open"): "ENODEV",
+    ("priv", 3, "syscall userfaultfd"): "ENOSYS",
+    ("net", 0, "dns-udp [::1]:53"): "ECONNREFUSED",
+}
+# Attempts whose target is this process's own parent: under a plain exec that is outside the
+# container (runc: pid 0) or the runtime's exec shim, so its results say nothing here.
+PARENT = ("helper", "ptrace ATTACH helper", "ptrace SEIZE helper", "open /proc/helper/mem rw",
+          "open /proc/helper/fd/1 for writing", "listdir /proc/helper/fd",
+          "read /proc/helper/environ", "process_vm_readv helper")
+
+
+def test_what_gvisor_does_differently_is_exactly_the_known_list(
+        world: World, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every attempt of the kernel-boundary phases, runc against runsc: the results differ
+    exactly where GVISOR_DIFFERS says, and nowhere else."""
+    runc, runsc = (_attack_under(r, world, tmp_path_factory) for r in runtimes.RUNTIMES)
+    differs = {}
+    for role in ("priv", "net"):
+        for phase, (under_runc, under_runsc) in enumerate(zip(
+                getattr(runc, role), getattr(runsc, role), strict=True)):
+            for what in sorted(set(under_runc) | set(under_runsc)):
+                if what in PARENT:
+                    continue
+                a, b = under_runc.get(what, ("absent", ""))[0], under_runsc.get(
+                    what, ("absent", ""))[0]
+                if a != b:
+                    differs[(role, phase, what)] = b
+    assert differs == GVISOR_DIFFERS
+
+
+def test_an_arm_that_claims_runsc_on_a_runc_container_is_refused(
+        world: World, tmp_path: Path) -> None:
+    """The engine is asked for runc while the spec (and so the guard policy) says runsc:
+    the outside guard refuses it, and the probe's kernel would too."""
+    (arm,) = arms.load_arms(world.settings.arms_dir, ["rg"])
+    lock = ImageLock.load(world.settings.images_lock)
+    with selfcheck._bare_sandbox(world.engine, lock, arm, "security-claim", tmp_path,
+                                 default_user(), runtimes.RUNC) as box:
+        claimed = dataclasses.replace(box.spec, runtime=runtimes.RUNSC)
+        assert box.policy is not None
+        box.policy = dataclasses.replace(box.policy, values={**box.policy.values,
+                                                             "runtime": runtimes.RUNSC})
+        box.spec = claimed
+        with pytest.raises(GuardViolation) as refused:
+            box.verify(tmp_path / "guards")
+        failed = refused.value.data["failures"]
+        assert [(r.guard, r.expected, r.found) for r in failed] == \
+            [("runtime", runtimes.RUNSC, runtimes.RUNC)]
+        with guards.loopback_canary() as canary:
+            facts = box._probe(canary.port)
+        kernel = {r.guard: r for r in guards.check_inside(box.policy, {"facts": facts})}
+        assert kernel["kernel"].found == guards.HOST_KERNEL and not kernel["kernel"].ok
+
+
+def test_the_hostile_run_under_runsc_refuses_every_arm_and_runs_nothing(world: World) -> None:
+    """The whole hostile suite with --runtime runsc on this gVisor: every arm is refused
+    by its guards before any command (channel_private; the forging helper's arm by
+    image_helpers too, the VOLUME arm by its mounts), and run.json names every arm's
+    runtime."""
+    run_dir = run.execute(world.engine, world.settings, "main", jobs=2,
+                          runtime=runtimes.RUNSC)
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert {a["runtime"] for a in meta["arms"].values()} == {runtimes.RUNSC}
+    for name, arm in meta["arms"].items():
+        # h-volume's image VOLUME fails the outside mounts guard first, as under runc: no
+        # probe runs in a container that fails outside.
+        first = "mounts" if name == "h-volume" else "channel_private"
+        assert first in arm.get("refused", ""), (name, arm.get("refused"))
+    assert not list((run_dir / "cells").glob("*/*/*/record.json"))
+    verdicts = {p.parent.name: {r["guard"]: r["ok"] for r in json.loads(p.read_text())}
+                for p in (run_dir / "guards").glob("*/verdict.json")}
+    assert set(verdicts) == set(meta["arms"])
+    assert all(v["runtime"] for v in verdicts.values())
+    assert all(v["kernel"] for name, v in verdicts.items() if name != "h-volume")
+    assert not verdicts["h-helper"]["image_helpers"]
