@@ -53,10 +53,11 @@ def _count(name: str, published: int | None, here: int | None) -> dict[str, Any]
 
 def _fraction(name: str, published: float, digits: int, here: float | None) -> dict[str, Any]:
     """Compared at the digits the publication printed: 0.0513 reproduces a published 0.051."""
+    shown = f"{published:.{digits}f}"  # as the publication printed it: 1.000, 0.060
     if here is None:
-        return _figure(name, published, None, False, None)
-    return _figure(name, published, here, round(here, digits) == round(published, digits),
-                   r6(here - published))
+        return _figure(name, shown, None, False, None)
+    return _figure(name, shown, f"{here:.{digits}f}",
+                   round(here, digits) == round(published, digits), r6(here - published))
 
 
 def compare(published: Published, task: Task, cell: Mapping[str, Any],

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from orchestrator import suite, toml_text, truth_rules
 from orchestrator.cli import app
 from orchestrator.corpus.git import clean_git
+from orchestrator.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
 URL = "https://git.example.invalid/acme/shop.git"
@@ -449,3 +450,29 @@ def test_a_record_may_make_only_some_of_its_kinds(shop: Shop) -> None:
                                                           'symbol = "Tax"\nkinds = ["impact"]')))
     assert bad.exit_code == 2 and "record[1].kinds: expected kinds this record's fields make: " \
         "['references'], found 'impact'" in bad.output
+
+
+def test_the_declares_rule_finds_the_non_test_files_declaring_the_term(tmp_path: Path) -> None:
+    """A published task's search term: `member` finds a declaration line holding it as
+    written (its literal included), `type` a type whose name holds it; test files, comments
+    and a line that is not a declaration never count."""
+    files = {"src/Urn.cs": 'public static class MessageUrn\n{\n    public const string Prefix = '
+                           '"urn:message:";\n}\n',
+             "src/Use.cs": 'class Use { string x = "urn:message:" + y; }\n',
+             "src/Note.cs": "// public const string P = \"urn:message:\";\nclass Note { }\n",
+             "tests/UrnSpecs.cs": 'public class UrnSpecs { public const string P = '
+                                  '"urn:message:"; }\n',
+             "src/Outbox/InMemoryOutboxFilter.cs": "public class InMemoryOutboxFilter { }\n",
+             "src/Outbox/Uses.cs": "class Uses { InMemoryOutboxFilter f; }\n"}
+    with clean_git() as git:
+        git.run("init", "-q", cwd=tmp_path)
+        _commit(git, tmp_path, files, "declares")
+        sources = truth_rules.Sources(git, tmp_path)
+        member = truth_rules.declarations(sources, "urn:message:", "member")
+        assert member.files == ["src/Urn.cs"]
+        assert member.to_json()["primary"] == "src/Urn.cs"
+        found = truth_rules.declarations(sources, "inmemoryoutbox", "type", ignore_case=True)
+        assert found.files == ["src/Outbox/InMemoryOutboxFilter.cs"]
+        assert truth_rules.declarations(sources, "inmemoryoutbox", "type").files == []
+        with pytest.raises(InputError, match="--what"):
+            truth_rules.declarations(sources, "x", "field")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -437,14 +438,27 @@ def test_rules_are_replaced_only_by_what_a_task_declares() -> None:
 REPO = Path(__file__).resolve().parents[2]
 
 
+# The suites sealed before grading rules could be declared: each grades by the defaults.
+BEFORE_RULES = ("csharp", "csharp-held-out", "demo", "rust-edges", "serena-demo-typescript",
+                "serena-typescript-parity", "typescript-parity")
+
+
 def test_every_existing_suite_declares_no_rule_and_grades_by_the_defaults() -> None:
     from orchestrator.suite import known_suites
     names = known_suites(REPO / "suites")
-    assert "demo" in names
-    for name in names:
+    assert set(BEFORE_RULES) <= set(names)
+    for name in BEFORE_RULES:
         loaded = load_suite(REPO / "suites", name)
         assert loaded.grading == GradingRules() and loaded.grading_declared == (), name
         assert all(loaded.rules(t) == GradingRules() for t in loaded.tasks), name
+
+
+def test_the_reproduction_suite_declares_the_publications_rules() -> None:
+    loaded = load_suite(REPO / "suites", "csharp-published-rg")
+    assert loaded.grading == GradingRules(cut="none", precision_cap="graded-multiple",
+                                          precision_cap_multiple=5, over_cap="banded",
+                                          cell_grade="worst", seed="counted")
+    assert all(set(t.published) == {"rg"} and set(t.commands) == {"rg"} for t in loaded.tasks)
 
 
 def test_the_golden_run_keeps_every_grade(tmp_path: Path) -> None:
@@ -505,3 +519,20 @@ def test_the_new_sections_escape_what_they_show(tmp_path: Path) -> None:
     text, page = render_markdown(scores), render_html(scores)
     assert "<script>" not in text and "\n# Heading" not in text and "](http" not in text
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
+
+
+def test_a_counted_seed_stays_in_the_answer_never_a_hit() -> None:
+    """seed = "counted": the publication's 8/156 (its seed among the 156 files), not 8/155."""
+    from orchestrator.parsers import Row
+    from orchestrator.score.correctness import grade_impact
+    from orchestrator.suite import Task
+    task = Task(id="i", kind="impact", language="csharp", explanation="x",
+                input={"seed": "S.cs"}, truth={"graded": ["A.cs", "B.cs"]}, path=Path("i.toml"))
+    rows = [Row(p, None, None) for p in ("A.cs", "S.cs", "B.cs", "C.cs")]
+    bands = {"impact_partial_fraction": 0.5}
+    dropped = grade_impact(rows, task, 2, bands, "banded")
+    counted = grade_impact(rows, task, 2, bands, "banded", "counted")
+    assert (dropped.precision, counted.precision) == (Fraction(2, 3), Fraction(2, 4))
+    assert dropped.answer == ("A.cs", "B.cs", "C.cs")
+    assert counted.answer == ("A.cs", "S.cs", "B.cs", "C.cs") and "S.cs" not in counted.hits
+    assert dropped.verdict == counted.verdict == "partial"  # over the cap of 2, banded
