@@ -46,7 +46,7 @@ def trim_run(source: Path, dest: Path) -> None:
         rel = record.parent.relative_to(source)
         (dest / rel).mkdir(parents=True, exist_ok=True)
         shutil.copy2(record, dest / rel / "record.json")
-        if rel.parent.name != "_setup" and _needs_streams(record):
+        if rel.name.isdigit() and rel.parent.name != "_setup" and _needs_streams(record):
             for stream in ("stdout", "stderr"):
                 shutil.copy2(record.parent / stream, dest / rel / stream)
     for name in ("arms/*/state.json", "guards/*/verdict.json"):
