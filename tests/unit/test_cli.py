@@ -158,7 +158,7 @@ def _help(path: tuple[str, ...]) -> str:
 def test_every_command_is_covered() -> None:
     paths = {" ".join(p) for p, _ in COMMANDS}
     assert {"run", "report", "images ls", "corpus fetch", "sandbox exec", "k8s export"} <= paths
-    assert len(paths) == 36  # the root, 9 groups, 26 commands
+    assert len(paths) == 37  # the root, 9 groups, 27 commands
 
 
 @pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=lambda p: " ".join(p) or "root")
@@ -211,7 +211,7 @@ def test_version_prints_the_package_version() -> None:
 def test_tools_is_not_a_suite(tmp_path: Path) -> None:
     result = runner.invoke(app, ["run", "nosuch", "--dry-run", "--bench-root", str(tmp_path)])
     assert result.exit_code == 2
-    assert "known suites: csharp, csharp-held-out, demo," in result.stderr
+    assert "known suites: csharp, csharp-held-out, csharp-published-rg, demo," in result.stderr
     assert "tools" not in result.stderr
 
 

@@ -633,7 +633,7 @@ def images_lock_defects(base: dict[str, Any]) -> dict[str, S[Damage]]:
 
 RECORD_FIELDS = sorted(transcripts.ExecRecord.__dataclass_fields__)
 # Present in every record made now, optional in the schema: older records lack them.
-REQUIRED_RECORD_FIELDS = [k for k in RECORD_FIELDS if k not in ("exec_path", "engine")]
+REQUIRED_RECORD_FIELDS = [k for k in RECORD_FIELDS if k not in ("exec_path", "engine", "runtime")]
 STREAM_FIELDS = sorted(transcripts.StreamInfo.__dataclass_fields__)
 
 
