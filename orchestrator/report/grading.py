@@ -142,3 +142,18 @@ def published_notes(scores: Mapping[str, Any]) -> list[str]:
                                                                   for p in prefixes))
     lines += [f"{e['arm']} / {e['task']}: {n}" for e in scores["published"] for n in e["notes"]]
     return lines
+
+
+def section_tables(scores: Mapping[str, Any]) -> list[Table]:
+    """The tables the grading sections show, where scores.json has them: the rules in force,
+    the tasks' own rules, the unstable shares per arm, the published figures."""
+    out = []
+    if has_grading(scores):
+        out.append(rules(scores))
+        if (own := overrides(scores))[1]:
+            out.append(own)
+    if has_unstable(scores):
+        out.append(unstable_shares(scores))
+    if has_published(scores):
+        out.append(published(scores))
+    return out

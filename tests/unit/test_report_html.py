@@ -179,12 +179,7 @@ def test_the_markdowns_tables_are_plain_html_tables(golden: dict[str, Any],
     for task in golden["tasks"]:
         assert page.html_table(tables.task_cells(golden, task)) in rendered, task
     from orchestrator.report import grading
-    # The grading sections' tables: the rules in force, the tasks' own rules, the unstable
-    # shares per arm, the published figures (each where scores.json has it).
-    extra = [grading.rules(golden)] if grading.has_grading(golden) else []
-    extra += [t for t in [grading.overrides(golden)] if grading.has_grading(golden) and t[1]]
-    extra += [grading.unstable_shares(golden)] if grading.has_unstable(golden) else []
-    extra += [grading.published(golden)] if grading.has_published(golden) else []
+    extra = grading.section_tables(golden)
     assert extra and all(page.html_table(table) in rendered for table in extra)
     assert rendered.count("<table>") == len(TABLES) + len(golden["tasks"]) + len(extra)
     assert '<td class="num">0.29</td>' in rendered  # code-review-graph's correct share
