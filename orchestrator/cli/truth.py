@@ -4,6 +4,7 @@ mechanical text truth rules (`truth rule`), which task authoring computes truth 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -71,8 +72,12 @@ Mirror = typer.Argument(..., metavar="MIRROR", file_okay=False, exists=True,
                         help="The corpus's bare mirror (holds the fix commits).")
 
 
-def _lines(lines: list[str]) -> None:
-    """text_truth.py's lines, each path escaped for the terminal (tabs and breaks kept)."""
+def _print(as_json: bool, document: dict[str, Any], lines: list[str]) -> None:
+    """A rule's result: its JSON document, or text_truth.py's lines, each path escaped for the
+    terminal (tabs and breaks kept)."""
+    if as_json:
+        emit_json(document)
+        return
     for line in lines:
         typer.echo("\t".join(terminal_lines(part) for part in line.split("\t")))
 
@@ -88,10 +93,7 @@ def rule_fix(mirror: Path = Mirror,
     primary fix file: the first that is not a test file)."""
     with clean_git() as git:
         rows = truth_rules.fix_files(git, mirror, shas, ext)
-    if as_json:
-        emit_json(truth_rules.fix_json(shas, rows, ext))
-        return
-    _lines(truth_rules.fix_lines(rows))
+    _print(as_json, truth_rules.fix_json(shas, rows, ext), truth_rules.fix_lines(rows))
 
 
 @rule_app.command("refs", cls=Command)
@@ -106,10 +108,7 @@ def rule_refs(pristine: Path = Pristine,
     strings."""
     with clean_git() as git:
         result = truth_rules.refs(truth_rules.Sources(git, pristine), symbol, ext, rule)
-    if as_json:
-        emit_json(result.to_json())
-        return
-    _lines(truth_rules.refs_lines(result))
+    _print(as_json, result.to_json(), truth_rules.refs_lines(result))
 
 
 @rule_app.command("impact", cls=Command)
@@ -128,10 +127,7 @@ def rule_impact(pristine: Path = Pristine,
                                    "mirror) or neither", {"mirror": mirror, "fix": fixes})
     with clean_git() as git:
         result = truth_rules.impact(truth_rules.Sources(git, pristine), seed, mirror, fixes)
-    if as_json:
-        emit_json(result.to_json())
-        return
-    _lines(truth_rules.impact_lines(result))
+    _print(as_json, result.to_json(), truth_rules.impact_lines(result))
 
 
 @rule_app.command("declares", cls=Command)
@@ -150,7 +146,4 @@ def rule_declares(pristine: Path = Pristine,
     with clean_git() as git:
         result = truth_rules.declarations(truth_rules.Sources(git, pristine), term, what, ext,
                                           ignore_case)
-    if as_json:
-        emit_json(result.to_json())
-        return
-    _lines(truth_rules.declarations_lines(result))
+    _print(as_json, result.to_json(), truth_rules.declarations_lines(result))

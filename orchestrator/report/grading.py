@@ -157,3 +157,13 @@ def section_tables(scores: Mapping[str, Any]) -> list[Table]:
     if has_published(scores):
         out.append(published(scores))
     return out
+
+
+def task_command_cells(scores: Mapping[str, Any]) -> dict[str, list[str]]:
+    """arm -> the tasks whose cell ran the task file's own command for that arm, in cell
+    order (empty: no cell did, and the documents show no section for it)."""
+    by_arm: dict[str, list[str]] = {}
+    for c in scores["cells"]:
+        if c.get("command") == "task":
+            by_arm.setdefault(c["arm"], []).append(c["task"])
+    return by_arm

@@ -267,10 +267,7 @@ def _edges(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
 def _task_commands(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The cells that ran their task file's own command for the arm instead of the arm's
     template, as in the Markdown document: a section only when there are some."""
-    by_arm: dict[str, list[str]] = {}
-    for c in scores["cells"]:
-        if c.get("command") == "task":
-            by_arm.setdefault(c["arm"], []).append(c["task"])
+    by_arm = grading.task_command_cells(scores)
     if not by_arm:
         return []
     items = "".join(f"<li>{_e(arm)}: {_e(', '.join(tasks))}</li>" for arm, tasks in by_arm.items())

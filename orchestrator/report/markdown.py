@@ -259,10 +259,7 @@ def _not_attempted(scores: Mapping[str, Any]) -> str:
 def _task_commands(scores: Mapping[str, Any]) -> list[str]:
     """The cells that ran their task file's own command for the arm instead of the arm's
     template (a published command reproduced): a section only when there are some."""
-    by_arm: dict[str, list[str]] = {}
-    for c in scores["cells"]:
-        if c.get("command") == "task":
-            by_arm.setdefault(c["arm"], []).append(c["task"])
+    by_arm = grading.task_command_cells(scores)
     if not by_arm:
         return []
     return [_section("Task-given commands",
