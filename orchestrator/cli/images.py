@@ -13,6 +13,7 @@ from orchestrator.cli._common import (BenchRoot, Json, emit_json, seconds_text, 
                                       size_text, table, yes_no)
 from orchestrator.cli._help import Command, Group
 from orchestrator.engine import Engine
+from orchestrator.errors import SandbenchError
 
 app = typer.Typer(cls=Group, no_args_is_help=True,
                   help="Pinned image recipes and the host's image lock.")
@@ -108,3 +109,38 @@ def import_(archive: Path = typer.Argument(..., exists=True, dir_okay=False, met
     """Load an exported archive after checking its sha256; adopt its lock entries."""
     names = images.import_(Engine.connect(), settings(bench_root), archive)
     typer.echo(f"imported {', '.join(names)}")
+
+
+@app.command("prune", cls=Command)
+def prune(dry_run: bool = typer.Option(False, "--dry-run", help="List, remove nothing."),
+          until_free: str = typer.Option(None, "--until-free", metavar="SIZE",
+                                         help="Stop once the engine's data root has SIZE free "
+                                              "(e.g. 20G); exit 1 if it never does."),
+          bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
+    """Remove sandbench's images this bench root's lock does not name (superseded builds,
+    other bench roots' sets, build leftovers), oldest first, each image's newest build last;
+    images a container uses are kept."""
+    cfg = settings(bench_root)
+    want = images.parse_size(until_free) if until_free is not None else None
+    engine = Engine.connect()
+    lock = images.ImageLock.load(cfg.images_lock)
+    free = images.data_root_free(engine) if want is not None else None
+    if want is not None and free is not None:
+        typer.echo(f"the engine's data root has {size_text(free())} free, "
+                   f"--until-free asks {size_text(want)}", err=True)
+    done = images.prune(engine, lock, until_free=want, free_bytes=free, dry_run=dry_run)
+    if as_json:
+        emit_json([dataclasses.asdict(p) for p in done])
+    else:
+        if done:
+            show(table([{**dataclasses.asdict(p), "size": size_text(p.size_bytes)}
+                        for p in done], ["outcome", "id", "name", "size"]))
+        removed = [p for p in done if p.outcome != "in use"]
+        typer.echo(f"{'would remove' if dry_run else 'removed'} {len(removed)} image(s)")
+    if want is not None and free is not None and not dry_run and (left := free()) < want:
+        raise SandbenchError(f"the engine's data root has {size_text(left)} free after "
+                             f"pruning, expected at least {size_text(want)} (--until-free)",
+                             why="no sandbench image this bench root's lock does not name is "
+                                 "left to remove (those a container uses are kept)",
+                             fix="free space on the file system of the engine's data root "
+                                 "(docker info: Docker Root Dir)")

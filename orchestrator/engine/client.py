@@ -150,9 +150,13 @@ class Engine:
             return False
         return True
 
-    def list_images(self, label: str) -> list[dict[str, Any]]:
-        """Images carrying `label` (`key=value`)."""
-        return self._call("list images", self._api.images, filters={"label": label})
+    def list_images(self, label: str | None = None, *,
+                    repository: str | None = None) -> list[dict[str, Any]]:
+        """Images carrying `label` (`key=value`), or tagged in `repository`; every top-level
+        image when neither is given."""
+        return self._call(f"list images {label or repository or ''}".rstrip(),
+                          self._api.images, name=repository,
+                          filters={"label": label} if label else None)
 
     def save(self, refs: list[str], timeout_s: float = STREAM_TIMEOUT_S) -> Iterator[bytes]:
         """One `docker save` archive of several images, shared layers once (the SDK saves one

@@ -124,6 +124,9 @@ def _build_context(recipe: Recipe, into: Path, artifact: Path | None) -> Path:
 def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str | None,
                   build_args: dict[str, str], labels: dict[str, str],
                   artifact: Path | None, target: str | None = None) -> str:
+    """One build with its log under the bench root; the image id. The images its earlier
+    stages left (untagged, labelled `sandbench.stage`) are removed after it, failed or not:
+    every build runs without the cache, so they are only disk spent."""
     stage = f"-{target}" if target and target != recipe.target else ""
     log_path = settings.bench_root / "image-builds" / f"{recipe.name}{stage}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -131,28 +134,100 @@ def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str |
     scratch.mkdir(parents=True, exist_ok=True)
     tail: list[str] = []
     image_id = None
-    with tempfile.TemporaryDirectory(dir=scratch, prefix=f"ctx-{recipe.name}-") as tmp, \
-            open(log_path, "w", encoding="utf-8") as out:
-        ctx = _build_context(recipe, Path(tmp), artifact)
-        for chunk in engine.build(ctx, tag=tag, build_args={**build_args, **proxy_build_args()},
-                                  labels=labels, target=target or recipe.target):
-            text = chunk.get("stream") or chunk.get("status") or ""
-            if text:
-                out.write(text)
-                tail = (tail + text.splitlines())[-15:]
-            if "error" in chunk:
-                out.write(chunk["error"] + "\n")
-                raise EngineError(f"image {recipe.name!r} failed to build",
-                                  why=chunk["error"].strip() + "\n" + "\n".join(tail[-8:]),
-                                  fix=f"see the build log {log_path}")
-            if aux := chunk.get("aux"):
-                image_id = aux.get("ID", image_id)
-    if image_id is None and tag is not None:
-        image_id = engine.inspect_image(tag)["Id"]
-    if image_id is None:
-        raise EngineError(f"the build of {recipe.name!r} named no image",
-                          fix=f"see the build log {log_path}")
-    return image_id
+    stages = StageImages()
+    started = datetime.now(UTC)
+    try:
+        with tempfile.TemporaryDirectory(dir=scratch, prefix=f"ctx-{recipe.name}-") as tmp, \
+                open(log_path, "w", encoding="utf-8") as out:
+            ctx = _build_context(recipe, Path(tmp), artifact)
+            for chunk in engine.build(ctx, tag=tag,
+                                      build_args={**build_args, **proxy_build_args()},
+                                      labels=labels, target=target or recipe.target):
+                text = chunk.get("stream") or chunk.get("status") or ""
+                if text:
+                    out.write(text)
+                    tail = (tail + text.splitlines())[-15:]
+                    stages.feed(text)
+                if "error" in chunk:
+                    out.write(chunk["error"] + "\n")
+                    raise EngineError(f"image {recipe.name!r} failed to build",
+                                      why=chunk["error"].strip() + "\n" + "\n".join(tail[-8:]),
+                                      fix=f"see the build log {log_path}")
+                if aux := chunk.get("aux"):
+                    image_id = aux.get("ID", image_id)
+        if image_id is None and tag is not None:
+            image_id = engine.inspect_image(tag)["Id"]
+        if image_id is None:
+            raise EngineError(f"the build of {recipe.name!r} named no image",
+                              fix=f"see the build log {log_path}")
+        return image_id
+    finally:
+        _remove_stage_images(engine, stages.left(), keep=image_id, since=started)
+
+
+class StageImages:
+    """The image each finished stage of a classic multi-stage build left: the last
+    ` ---> ID` line before the next `FROM` step. The stream also carries the RUN steps' own
+    output, which may print such lines: an id read here is only a candidate, removed after
+    the engine confirms it is an untagged image carrying the stage label."""
+
+    STEP_FROM = re.compile(r"Step \d+/\d+ : FROM ")
+    IMAGE = re.compile(r" ---> ([0-9a-f]{12,64})")
+
+    def __init__(self) -> None:
+        self._partial = ""
+        self._last: str | None = None
+        self._finished: list[str] = []
+        self._bases: set[str] = set()  # the image right after a FROM is its base: never ours
+        self._after_from = False
+
+    def feed(self, text: str) -> None:
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        for line in lines:
+            if self.STEP_FROM.match(line):
+                if self._last is not None:
+                    self._finished.append(self._last)
+                self._last, self._after_from = None, True
+            elif match := self.IMAGE.fullmatch(line.rstrip("\r")):
+                if self._after_from:
+                    self._bases.add(match[1])
+                self._last, self._after_from = match[1], False
+
+    def left(self) -> list[str]:
+        return [i for i in dict.fromkeys(self._finished) if i not in self._bases]
+
+
+def _remove_stage_images(engine: Engine, ids: list[str], keep: str | None,
+                         since: datetime) -> None:
+    """Remove the untagged images a build's earlier stages left. An id comes from the
+    build's stream, which a RUN step can print into: it is removed only when the engine shows
+    an untagged image that carries the stage label or was made after the build started (a
+    stage FROM the unlabelled root file system carries no label)."""
+    for short in ids:
+        try:
+            found = engine.inspect_image(short)
+        except EngineError:
+            continue
+        labels = (found.get("Config") or {}).get("Labels") or {}
+        made = _engine_time(found.get("Created", ""))
+        ours = lb.LABEL_STAGE in labels or (made is not None and made >= since)
+        if found["Id"] == keep or found.get("RepoTags") or not ours:
+            continue
+        try:
+            engine.remove_image(found["Id"])
+        except EngineError as err:  # another image builds on it: left to `images prune`
+            logger.info("stage image kept", image=found["Id"][:19], why=err.what)
+
+
+def _engine_time(text: str) -> datetime | None:
+    """The engine's RFC 3339 time (nanoseconds, `Z`) as an aware datetime, or None."""
+    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", text)
+    if match is None:
+        return None
+    fraction = (match[2] or "0")[:6].ljust(6, "0")
+    zone = "+00:00" if match[3] == "Z" else match[3]
+    return datetime.fromisoformat(f"{match[1]}.{fraction}{zone}")
 
 
 def _build_helper(engine: Engine, settings: Settings, recipe: Recipe,

@@ -157,8 +157,9 @@ def _help(path: tuple[str, ...]) -> str:
 
 def test_every_command_is_covered() -> None:
     paths = {" ".join(p) for p, _ in COMMANDS}
-    assert {"run", "report", "images ls", "corpus fetch", "sandbox exec", "k8s export"} <= paths
-    assert len(paths) == 37  # the root, 9 groups, 27 commands
+    assert {"run", "report", "images ls", "images prune", "corpus fetch", "sandbox exec",
+            "k8s export"} <= paths
+    assert len(paths) == 38  # the root, 9 groups, 28 commands
 
 
 @pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=lambda p: " ".join(p) or "root")
