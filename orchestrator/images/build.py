@@ -124,9 +124,9 @@ def _build_context(recipe: Recipe, into: Path, artifact: Path | None) -> Path:
 def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str | None,
                   build_args: dict[str, str], labels: dict[str, str],
                   artifact: Path | None, target: str | None = None) -> str:
-    """One build with its log under the bench root; the image id. The images its earlier
-    stages left (untagged, labelled `sandbench.stage`) are removed after it, failed or not:
-    every build runs without the cache, so they are only disk spent."""
+    """One build with its log under the bench root; the image id. The untagged images its
+    earlier stages left are removed after it, failed or not: every build runs without the
+    cache, so they are only disk spent."""
     stage = f"-{target}" if target and target != recipe.target else ""
     log_path = settings.bench_root / "image-builds" / f"{recipe.name}{stage}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -168,8 +168,8 @@ def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str |
 class StageImages:
     """The image each finished stage of a classic multi-stage build left: the last
     ` ---> ID` line before the next `FROM` step. The stream also carries the RUN steps' own
-    output, which may print such lines: an id read here is only a candidate, removed after
-    the engine confirms it is an untagged image carrying the stage label."""
+    output, which may print such lines: an id read here is only a candidate
+    (`_remove_stage_images` says what the engine must confirm)."""
 
     STEP_FROM = re.compile(r"Step \d+/\d+ : FROM ")
     IMAGE = re.compile(r" ---> ([0-9a-f]{12,64})")
