@@ -135,7 +135,7 @@ def prune(dry_run: bool = typer.Option(False, "--dry-run", help="List, remove no
         if done:
             show(table([{**dataclasses.asdict(p), "size": size_text(p.size_bytes)}
                         for p in done], ["outcome", "id", "name", "size"]))
-        removed = [p for p in done if p.outcome != "in use"]
+        removed = [p for p in done if p.outcome in ("removed", "would remove")]
         typer.echo(f"{'would remove' if dry_run else 'removed'} {len(removed)} image(s)")
     if want is not None and free is not None and not dry_run and (left := free()) < want:
         raise SandbenchError(f"the engine's data root has {size_text(left)} free after "

@@ -7,6 +7,7 @@ for the end the newest build of each image name (another bench root's working se
 `until_free` stops as soon as the engine's data root has that much free. It never touches
 an image without sandbench's label (or the `sandbench/rootfs` trees it imported), an image
 the lock names or builds from, or an image a container still uses (the engine refuses).
+Afterwards every tag of the lock names an image again (`_restore_tags`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class Pruned:
     id: str
     name: str
     size_bytes: int
-    outcome: str  # removed | in use | would remove
+    outcome: str  # removed | in use | would remove | tag restored
 
 
 def kept_ids(lock: ImageLock) -> set[str]:
@@ -102,13 +103,22 @@ def prune(engine: Engine, lock: ImageLock, *, until_free: int | None = None,
     if dry_run:
         return [Pruned(c.id, c.name, c.size_bytes, "would remove") for c in order]
     done: list[Pruned] = []
+    try:
+        _remove(engine, order, done, until_free, free_bytes)
+    finally:
+        done += _restore_tags(engine, lock)
+    return done
+
+
+def _remove(engine: Engine, order: list[Candidate], done: list[Pruned],
+            until_free: int | None, free_bytes: Callable[[], int] | None) -> None:
     # An image other images build on is refused until they are gone: such refusals are
     # tried again after each pass that removed something.
     while order:
         refused: list[Candidate] = []
         for item in order:
             if until_free is not None and free_bytes is not None and free_bytes() >= until_free:
-                return done
+                return
             try:
                 if engine.remove_image(item.id):
                     done.append(Pruned(item.id, item.name, item.size_bytes, "removed"))
@@ -118,9 +128,24 @@ def prune(engine: Engine, lock: ImageLock, *, until_free: int | None = None,
                 refused.append(item)
         if len(refused) == len(order):
             done += [Pruned(c.id, c.name, c.size_bytes, "in use") for c in refused]
-            break
+            return
         order = refused
-    return done
+
+
+def _restore_tags(engine: Engine, lock: ImageLock) -> list[Pruned]:
+    """Tags are per recipe hash, so another bench root's build of the same recipe moves the
+    tag to its image; when prune removed that image, the tag is gone: point it back at this
+    lock's image. A tag that names another image still present is left to its owner."""
+    restored = []
+    for entry in lock.images.values():
+        tag, image_id = entry.get("tag"), entry.get("image_id")
+        if not tag or not image_id or engine.image_id(tag) is not None:
+            continue
+        if engine.image_id(image_id) is not None:
+            repository, name = tag.rsplit(":", 1)
+            engine.tag(image_id, repository, name)
+            restored.append(Pruned(image_id, tag, 0, "tag restored"))
+    return restored
 
 
 def data_root_free(engine: Engine) -> Callable[[], int]:

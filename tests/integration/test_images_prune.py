@@ -92,6 +92,26 @@ def test_prune_keeps_the_locked_image_and_the_one_a_container_uses(
     assert engine.image_id(lock.image_id("base")) is not None
 
 
+def test_prune_gives_the_tag_back_when_another_root_took_it(
+        engine: Engine, built: Settings, tiny: tuple[Settings, str], tmp_path: Path) -> None:
+    """Two bench roots build the same recipe (the same hash, so the same tag): the later
+    build takes the tag. Pruning from the first root removes the other's image and points
+    the tag back at its own, so `images verify` passes there."""
+    settings, token = tiny
+    mine = _build_tiny(engine, settings, token, 1)
+    other = Settings(project_root=settings.project_root, bench_root=tmp_path / "other")
+    images.share_lock(built, other.bench_root)
+    theirs = _build_tiny(engine, other, token, 1)
+    lock = images.ImageLock.load(settings.images_lock)
+    tag = lock.images["tiny"]["tag"]
+    assert theirs != mine and engine.image_id(tag) == theirs
+
+    done = prune(engine, lock, label=f"{TEST_LABEL}={token}")
+    assert [(p.id, p.outcome) for p in done] == [(theirs, "removed"), (mine, "tag restored")]
+    assert engine.image_id(tag) == mine
+    assert {c.name: c.status for c in images.verify(engine, settings)}["tiny"] == "ok"
+
+
 def test_a_helper_build_leaves_no_image_behind(engine: Engine, tiny: tuple[Settings, str]
                                                ) -> None:
     """The base recipe's helper build runs its `image` stage (FROM the unlabelled root file

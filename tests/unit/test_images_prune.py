@@ -56,6 +56,16 @@ class FakeEngine:
         self.children = children  # child id -> parent id
         self.in_use = in_use
         self.removed: list[str] = []
+        self.tags: dict[str, str] = {}  # tag -> image id
+
+    def image_id(self, ref: str) -> str | None:
+        if ref in self.images:
+            return ref
+        found = self.tags.get(ref)
+        return found if found in self.images else None
+
+    def tag(self, image_id: str, repository: str, tag: str) -> None:
+        self.tags[f"{repository}:{tag}"] = image_id
 
     def list_images(self, label: str | None = None, *,
                     repository: str | None = None) -> list[dict[str, Any]]:
@@ -163,3 +173,20 @@ def test_free_space_is_read_where_the_engine_keeps_its_data(tmp_path: Path) -> N
     elsewhere = SimpleNamespace(info=lambda: {"DockerRootDir": str(tmp_path / "remote")})
     with pytest.raises(SandbenchError, match="not a directory on this host"):
         data_root_free(elsewhere)  # type: ignore[arg-type]
+
+
+def test_a_lock_tag_left_naming_nothing_points_at_the_locks_image_again() -> None:
+    """Another bench root built the same recipe (same tag) and prune removed its image."""
+    engine = FakeEngine([_image("mine", "rg", 1), _image("theirs", "rg", 2),
+                         _image("other", "ctags", 3)], children={}, in_use={"other"})
+    engine.tags = {"sandbench/rg:1": "theirs", "sandbench/ctags:1": "other"}
+    lock = _empty_lock()
+    lock.images = {"rg": {"image_id": "mine", "tag": "sandbench/rg:1"},
+                   "ctags": {"image_id": "gone", "tag": "sandbench/ctags:1"}}
+    done = prune(engine, lock)  # type: ignore[arg-type]
+    assert [(p.id, p.name, p.outcome) for p in done] == [
+        ("theirs", "<none>", "removed"), ("other", "<none>", "in use"),
+        ("mine", "sandbench/rg:1", "tag restored")]
+    # A tag naming an image still present is its owner's; a lock image that is gone is not
+    # tagged.
+    assert engine.tags == {"sandbench/rg:1": "mine", "sandbench/ctags:1": "other"}
