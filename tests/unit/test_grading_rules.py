@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -20,17 +20,8 @@ from orchestrator.report.markdown import render_markdown
 from orchestrator.report.scores import problems
 from orchestrator.score import cell, correctness, published, score_run, scorer
 from orchestrator.suite import GradingRules, Published, Suite, Task, load_suite
-from test_score_fixtures import Cell, RunBuilder, rg_rows
+from test_score_fixtures import BANDS, Cell, R, RunBuilder, rg_rows
 
-BANDS = {"references_correct_recall": 0.75, "references_correct_max_outside": 2,
-         "references_partial_recall": 0.4, "impact_partial_fraction": 0.5}
-
-
-@dataclass(frozen=True)
-class R:
-    path: str
-    line: int | None = 1
-    reason: str | None = "x"
 
 
 def rows(*paths: str) -> list[R]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import arms, compose, corpus, guards, isolation, k8s, suite
+from orchestrator import arms, compose, corpus, guards, isolation, k8s, runtimes, suite
 from orchestrator.images import ImageLock
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import DOCKER_EXEC, RESIDENT, Limits, SandboxSpec, for_arm
@@ -22,7 +22,8 @@ IMAGE_ENV = ["PATH=/usr/bin:/bin"]
 PER_COMMAND = {"timeout_s", "grace_s", "cap_bytes"}
 
 
-def _spec(tmp_path: Path, arm_name: str = "rg", exec_path: str = RESIDENT) -> SandboxSpec:
+def _spec(tmp_path: Path, arm_name: str = "rg", exec_path: str = RESIDENT,
+          runtime: str = runtimes.DEFAULT) -> SandboxSpec:
     arm = arms.load_arms(REPO / "arms", [arm_name])[0]
     lock = ImageLock(tmp_path / "images.lock", {
         arm.image: {"image_id": "sha256:" + "1" * 64, "tag": f"sandbench/{arm.image}:0",
@@ -31,7 +32,8 @@ def _spec(tmp_path: Path, arm_name: str = "rg", exec_path: str = RESIDENT) -> Sa
                  "helper": {"path": "helper/sandbench-exec-abab", "sha256": "ab" * 32,
                             "size_bytes": 1}}})
     sizes = {"corpus": 64 << 20, "state": 4 << 30, "out": 1 << 30}
-    return for_arm(lock, arm, "run-x", tmp_path / "work", "65532:65532", sizes, exec_path)
+    return for_arm(lock, arm, "run-x", tmp_path / "work", "65532:65532", sizes, exec_path,
+                   runtime=runtime)
 
 
 def _policy(spec: SandboxSpec) -> guards.GuardPolicy:

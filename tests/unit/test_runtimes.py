@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from orchestrator import arms, compose, corpus, guards, isolation, k8s, runtimes, suite
+from orchestrator import compose, corpus, guards, isolation, k8s, runtimes, suite
 from orchestrator.errors import InputError, SandbenchError
-from orchestrator.images import ImageLock
 from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import RESIDENT, SandboxSpec, for_arm
+from orchestrator.sandbox_spec import SandboxSpec
+from test_isolation import _spec as isolation_spec
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE_ENV = ["PATH=/usr/bin:/bin"]
@@ -41,16 +41,7 @@ ROOT = {
 
 
 def _spec(tmp_path: Path, runtime: str) -> SandboxSpec:
-    arm = arms.load_arms(REPO / "arms", ["rg"])[0]
-    lock = ImageLock(tmp_path / "images.lock", {
-        arm.image: {"image_id": "sha256:" + "1" * 64, "tag": f"sandbench/{arm.image}:0",
-                    "tool_version": "1"},
-        "base": {"image_id": "sha256:" + "f" * 64,
-                 "helper": {"path": "helper/sandbench-exec-abab", "sha256": "ab" * 32,
-                            "size_bytes": 1}}})
-    sizes = {"corpus": 64 << 20, "state": 4 << 30, "out": 1 << 30}
-    return for_arm(lock, arm, "run-x", tmp_path / "work", "65532:65532", sizes, RESIDENT,
-                   runtime=runtime)
+    return isolation_spec(tmp_path, runtime=runtime)
 
 
 def _policy(spec: SandboxSpec) -> guards.GuardPolicy:

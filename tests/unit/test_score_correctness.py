@@ -3,7 +3,6 @@ the methodology says and missed one file past it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -11,16 +10,7 @@ import pytest
 from orchestrator.score import correctness
 from orchestrator.score.numbers import at_least
 from orchestrator.suite import Task
-
-BANDS = {"references_correct_recall": 0.75, "references_correct_max_outside": 2,
-         "references_partial_recall": 0.4, "impact_partial_fraction": 0.5}
-
-
-@dataclass(frozen=True)
-class R:
-    path: str
-    line: int | None = 1
-    reason: str | None = "x"
+from test_score_fixtures import BANDS, R
 
 
 def task(kind: str, truth: dict, inputs: dict | None = None) -> Task:

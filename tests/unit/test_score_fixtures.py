@@ -21,6 +21,16 @@ RUN_ID = "run-mini-20260101T000000Z-abcdef"
 KINDS = ("locate", "references", "impact", "e2e-retrieval")
 BANDS = {"references_correct_recall": 0.75, "references_correct_max_outside": 2,
          "references_partial_recall": 0.4, "impact_partial_fraction": 0.5}
+
+
+@dataclass(frozen=True)
+class R:
+    """A parsed row as the correctness grader reads it."""
+    path: str
+    line: int | None = 1
+    reason: str | None = "x"
+
+
 CORPUS_FILES = {
     "src/a.cs": "class A {\n  Money m;\n}\n",
     "src/b.cs": "class B {\n  Money m;\n  int x;\n}\n",
