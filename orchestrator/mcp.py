@@ -21,6 +21,7 @@ optional set-up calls), timed from the server's start to the last answer.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import json
@@ -40,13 +41,23 @@ from orchestrator.untrusted.errors import HostileInput
 PROTOCOL = "mcp"
 CLIENT = "/usr/local/bin/sandbench-mcp-client"
 SESSION = "session"  # the session exec's own cell, inside the task's (or _setup's) folder
-# The client keeps every request of its own and every answer to one whole (each answer at
-# most the frame cap), and everything else (notifications, the server's requests) only up
-# to the transcript cap: all of it stays below the exec's 64 MiB stream cap, so the
-# transcript is never cut, however much a server floods.
-TRANSCRIPT_CAP = 16 * MIB
+# What the client writes is bounded by construction, in bytes written (each line's envelope
+# included), whatever the server sends: every request of its own and every answer to one
+# whole, an answer in its shorter form (JSON string or base64: at most 4/3 of the frame, and
+# each at most the frame cap, so a session's answers take at most 4/3 of ANSWER_BUDGET);
+# anything else (notifications, the server's requests, our replies) verbatim up to
+# VERBATIM_CAP, then as size and sha256 up to DIGEST_CAP, and at most CHATTER_FRAMES frames
+# of it. A frame past those ends the session as mcp-flood, counted in a `dropped` line and
+# never kept. With result details clipped (DETAIL_BYTES each) the transcript stays under
+# transcript_bound(calls), well below the exec's 64 MiB stream cap (EXEC_STREAM_CAP).
+VERBATIM_CAP = 12 * MIB
+DIGEST_CAP = 4 * MIB  # about 30,000 digest lines
+CHATTER_FRAMES = 32_768  # honest servers send a few progress or log notifications per call
 FRAME_CAP = 8 * MIB  # one JSON-RPC line larger than this is a malformed frame
-ANSWER_BUDGET = 40 * MIB  # shared by the answers of one session (the frame cap shrinks)
+ANSWER_BUDGET = 24 * MIB  # shared by the answers of one session (the frame cap shrinks)
+LINE_BYTES = 256  # the envelope of a line (stamp, kind, size, digest), rounded up
+DETAIL_BYTES = 6 * 1000 + LINE_BYTES  # a result: 1,000 characters, each at most \uXXXX
+EXEC_STREAM_CAP = 64 * MIB  # sandbox.exec's cap_bytes, the session exec's stdout
 STOP_MARGIN_S = 30.0  # interpreter start, the server's stop, the transcript's last lines
 
 @dataclass(frozen=True)
@@ -103,7 +114,8 @@ def session_argv(server: Server, calls: list[ToolCall], timeout_s: float,
     plan = {"server": list(server.argv), "cwd": workdir,
             "protocol_version": server.protocol_version,
             "initialize_timeout_s": server.initialize_timeout_s, "timeout_s": timeout_s,
-            "frame_cap": frame_cap(len(calls)), "transcript_cap": TRANSCRIPT_CAP,
+            "frame_cap": frame_cap(len(calls)), "verbatim_cap": VERBATIM_CAP,
+            "digest_cap": DIGEST_CAP, "chatter_frames": CHATTER_FRAMES,
             "calls": [{"name": c.tool, "arguments": c.arguments} for c in calls]}
     return [CLIENT, "--plan", json.dumps(plan, ensure_ascii=False, sort_keys=True)]
 
@@ -111,6 +123,17 @@ def session_argv(server: Server, calls: list[ToolCall], timeout_s: float,
 def frame_cap(calls: int) -> int:
     """The largest frame a session of `calls` tool calls (and initialize) may receive."""
     return min(FRAME_CAP, ANSWER_BUDGET // (calls + 1))
+
+
+def transcript_bound(calls: int, plan_bytes: int) -> int:
+    """The most a session of `calls` tool calls (and initialize) can write on stdout, its
+    plan `plan_bytes` long: the chatter, the answers, our requests (their arguments are in
+    the plan once each, kept in the shorter form), one result per request, and the start
+    (which names the server's argv, from the plan), server-exit, dropped and end lines."""
+    answers = (calls + 1) * (frame_cap(calls) * 4 // 3 + LINE_BYTES)
+    requests = 2 * plan_bytes + (calls + 1) * LINE_BYTES
+    return (VERBATIM_CAP + DIGEST_CAP + answers + requests + (calls + 1) * DETAIL_BYTES
+            + 2 * plan_bytes + 4 * LINE_BYTES)
 
 
 def session_timeout_s(server: Server, calls: int, timeout_s: float) -> float:
@@ -144,6 +167,9 @@ class Session:
     refused: str | None = None
     first_t: int | None = None
     last_t: int | None = None
+    # What the client counted and did not keep once the server's frames passed its budgets
+    # (it then ended the session as mcp-flood): {"frames": N, "bytes": B}.
+    dropped: dict[str, int] | None = None
 
 
 def read_transcript(data: bytes) -> Session:
@@ -177,6 +203,11 @@ def read_transcript(data: bytes) -> Session:
             session.start = entry
         elif kind == "recv" and isinstance(entry.get("frame"), str):
             _note_answer(session, entry["frame"])
+        elif kind == "recv" and isinstance(entry.get("frame_b64"), str):
+            _note_answer(session, _unbase64(entry["frame_b64"]))
+        elif kind == "dropped":
+            session.dropped = {k: entry[k] for k in ("frames", "bytes")
+                               if type(entry.get(k)) is int}
         elif kind == "result":
             call = entry.get("call")
             outcome, detail = str(entry.get("outcome")), str(entry.get("detail") or "")
@@ -193,7 +224,16 @@ def read_transcript(data: bytes) -> Session:
     return session
 
 
-def _note_answer(session: Session, frame: str) -> None:
+def _unbase64(text: str) -> bytes:
+    """An answer the client kept in base64 (its shorter form, or not UTF-8); b"" when the
+    field is not base64, which leaves the call without a payload."""
+    try:
+        return base64.b64decode(text, validate=True)
+    except ValueError:
+        return b""
+
+
+def _note_answer(session: Session, frame: str | bytes) -> None:
     """Responses by request id: the client numbers initialize 0 and the calls from 1. A frame
     that is not JSON the client has already failed; one past the host's bounds is refused
     here, for the call it came in for."""
@@ -205,7 +245,7 @@ def _note_answer(session: Session, frame: str) -> None:
         return
     if isinstance(message, dict) and "method" not in message and isinstance(
             message.get("id"), int) and "result" in message:
-        session.answers[message["id"]] = frame.encode()
+        session.answers[message["id"]] = frame.encode() if isinstance(frame, str) else frame
 
 
 def payload(frame: bytes | None) -> bytes:
@@ -233,13 +273,18 @@ SESSION_FAILURES = ("timeout", "oom", "signal", "spawn-error", "tampered", "sand
 def call_outcome(session_record: ExecRecord, session: Session, call: int | str
                  ) -> tuple[str, str]:
     """One call's outcome: its own result when the transcript has one, else why the session
-    gave none (the exec's outcome, or tampered when the exec ended well but the client's
-    report of the call is missing)."""
+    gave none: the exec's outcome; mcp-flood when the transcript was cut at the stream cap
+    (only the server's volume can push the client's bounded output there: the server cannot
+    write into it); tampered when the exec ended well with the call's report missing."""
     result = session.results.get(call)
     if result is not None and (result.answered is not None or session_record.outcome == "ok"):
         return result.outcome, result.detail
     if session_record.outcome in SESSION_FAILURES:
         return session_record.outcome, f"the session's exec ended {session_record.outcome}"
+    if session_record.stdout.truncated:
+        return "mcp-flood", (f"the transcript was cut at the exec's stream cap "
+                             f"({session_record.stdout.bytes_kept} bytes kept) before the "
+                             f"result of call {call}")
     return "tampered", session.problem or f"the transcript has no result for call {call}"
 
 
@@ -308,7 +353,8 @@ def derive(session_record: ExecRecord, session: Session, cell_dir: Path, *, call
              "session_outcome": session_record.outcome,
              "server_exit": session.server_exit,
              "transcript_sha256": session_record.stdout.sha256,
-             "server_stderr_sha256": session_record.stderr.sha256})
+             "server_stderr_sha256": session_record.stderr.sha256,
+             **({"dropped": session.dropped} if session.dropped is not None else {})})
     write_record(cell_dir, record)
     return record
 

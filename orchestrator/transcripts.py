@@ -43,6 +43,8 @@ MCP_OUTCOMES = {
     "mcp-malformed-frame": "a frame from the MCP server was not a JSON-RPC message, answered "
                            "no request, or was larger than the frame cap",
     "mcp-call-timeout": "the MCP server did not answer a request within its time limit",
+    "mcp-flood": "the MCP server sent more frames besides its answers than the session's "
+                 "transcript keeps, and the session was ended",
 }
 OUTCOMES.update(MCP_OUTCOMES)
 

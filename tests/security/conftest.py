@@ -171,8 +171,11 @@ def probe_arm(source: str, role: str, argv: list[str], parser: str = "rg",
 
 
 MCP_MODES = ("good", "exit-early", "version", "error", "malformed", "hang", "flood", "bigframe",
-             "daemon", "forge", "network", "write", "deep", "deeper")
+             "daemon", "forge", "network", "write", "deep", "deeper", "notify-flood",
+             "request-flood")
 MCP_CALL_TIMEOUT_S = 5
+# The demo's call limit: long enough for a client to write past the exec's 64 MiB stream cap.
+MCP_FLOOD_TIMEOUT_S = 120
 
 
 def hostile_mcp_arm(mode: str, args: tuple[str, ...] = ()) -> str:
@@ -327,7 +330,9 @@ def world(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         write_suite(project, "resume", ["h-resume", "rg"], TASKS[1:])
         write_suite(project, "mcp", ["rg", *(f"h-mcp-{m}" for m in MCP_MODES), "rg-late"],
                     TASKS, timeout_s=MCP_CALL_TIMEOUT_S)
-        for name in ("main", "stop", "names", "resume", "mcp"):
+        write_suite(project, "mcp-flood", ["rg", "h-mcp-notify-flood"], TASKS[1:],
+                    timeout_s=MCP_FLOOD_TIMEOUT_S)
+        for name in ("main", "stop", "names", "resume", "mcp", "mcp-flood"):
             suite.seal(suite.load_suite(settings.suites_dir, name), settings)
         yield World(engine, settings, listener, canary_env, canary_file,
                     hashlib.sha256(decoy).hexdigest(), built)

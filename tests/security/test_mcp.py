@@ -6,14 +6,18 @@ orchestrator writes, and nothing of the session is lost."""
 from __future__ import annotations
 
 import json
+import time
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from orchestrator import mcp, parsers, report
+from orchestrator import mcp, parsers, report, run
 from orchestrator.score import scorer
 from orchestrator.transcripts import ExecRecord, read_record
-from tests.security.conftest import MCP_CALL_TIMEOUT_S, MCP_MODES, TASKS, World
+from tests.security.conftest import (MCP_CALL_TIMEOUT_S, MCP_FLOOD_TIMEOUT_S, MCP_MODES, TASKS,
+                                     World)
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +50,24 @@ EXPECTED = {  # REP 0 and REP 1 of every task
     "write": ("mcp-tool-error", "mcp-tool-error"),
     "deep": ("mcp-malformed-frame", "mcp-malformed-frame"),
     "deeper": ("mcp-malformed-frame", "mcp-malformed-frame"),
+    "notify-flood": ("mcp-flood", "mcp-flood"),
+    "request-flood": ("mcp-call-timeout", "mcp-call-timeout"),
 }
+
+
+@dataclass
+class TimedRun:
+    run_dir: Path
+    seconds: float
+
+
+@pytest.fixture(scope="session")
+def mcp_flood_run(world: World) -> TimedRun:
+    """The notification flood beside rg with the demo's call limit (120 s), timed: the
+    setting in which the flood once pushed the transcript past the stream cap."""
+    started = time.monotonic()
+    run_dir = run.execute(world.engine, world.settings, "mcp-flood", jobs=2)
+    return TimedRun(run_dir, time.monotonic() - started)
 
 
 def test_every_session_failure_has_its_own_outcome_and_the_run_goes_on(mcp_run: Path) -> None:
@@ -236,3 +257,84 @@ def test_a_frame_nested_past_the_clients_own_decoder_ends_its_session_classified
         assert results[1]["detail"].startswith("not sent") and results[1]["sent"] is None
         for rep in (0, 1):
             assert _rep(mcp_run, "deeper", task, rep).outcome == "mcp-malformed-frame"
+
+
+def _flood_session(run_dir: Path, mode: str, task: str) -> tuple[ExecRecord, list[dict]]:
+    """The session's record and transcript, checked whole and under the client's bound."""
+    session = read_record(_session(run_dir, mode, task) / "record.json")
+    assert session.outcome == "ok", (mode, task, session.outcome)  # the client finished
+    assert not session.stdout.truncated
+    plan = session.argv[2].encode()
+    assert session.stdout.bytes_kept <= mcp.transcript_bound(2, len(plan)) < 64 << 20
+    lines = _transcript(run_dir, mode, task)
+    assert lines[0]["kind"] == "start" and lines[-1]["kind"] == "end"
+    return session, lines
+
+
+def test_a_million_notifications_end_the_session_as_a_flood_not_tampered(
+        mcp_run: Path) -> None:
+    """Each tiny notification once cost a transcript line larger than itself, past the
+    stream cap: every call was tampered. The client counts what it writes and ends the
+    session at its budget: both calls mcp-flood, what was read past it only counted."""
+    for task in TASKS:
+        session, lines = _flood_session(mcp_run, "notify-flood", task)
+        # The first call's own deadline (5 s) is not what ended it: the budget was.
+        assert session.timing["wall_ns"] < (10 + 2 * MCP_CALL_TIMEOUT_S) * 1_000_000_000
+        kept = [line for line in lines if line["kind"] == "recv" and "method" in
+                line.get("frame", "")]
+        assert 0 < len(kept) <= mcp.CHATTER_FRAMES
+        (dropped,) = [line for line in lines if line["kind"] == "dropped"]
+        assert dropped["frames"] >= 1 and dropped["bytes"] >= 31 * dropped["frames"]
+        cold, warm = _rep(mcp_run, "notify-flood", task, 0), _rep(mcp_run, "notify-flood",
+                                                                    task, 1)
+        assert (cold.outcome, warm.outcome) == ("mcp-flood", "mcp-flood")
+        assert "more than the transcript keeps" in cold.mcp["detail"]
+        assert warm.mcp["detail"].startswith("not sent: the session had ended")
+        assert cold.mcp["dropped"] == {"frames": dropped["frames"], "bytes": dropped["bytes"]}
+        assert cold.stdout.bytes_kept == 0
+
+
+def test_a_server_flooding_requests_and_never_reading_meets_the_calls_own_deadline(
+        mcp_run: Path) -> None:
+    """Answers to its requests once filled the pipe it never read and blocked the client
+    until the exec's limit (generic timeout). Writes no longer block: the call times out
+    at its own limit, the warm call is not sent, and the session ends long before the
+    exec's limit."""
+    for task in TASKS:
+        session, lines = _flood_session(mcp_run, "request-flood", task)
+        limit = mcp.session_timeout_s(mcp.Server(("x",), "2025-06-18", 10.0), 2,
+                                      MCP_CALL_TIMEOUT_S)
+        assert session.timing["wall_ns"] < (limit - 20) * 1_000_000_000
+        pings = [line for line in lines if line["kind"] == "recv" and '"ping"' in
+                 line.get("frame", "")]
+        replies = [line for line in lines if line["kind"] == "send" and '"id":"p' in
+                   line.get("frame", "")]
+        # Every ping was read and answered, though the server read none of the answers.
+        assert len(pings) == len(replies) == 5_000 and lines[-1]["unanswered"] == 0
+        cold, warm = _rep(mcp_run, "request-flood", task, 0), _rep(mcp_run, "request-flood",
+                                                                     task, 1)
+        assert (cold.outcome, warm.outcome) == ("mcp-call-timeout", "mcp-call-timeout")
+        assert "within the limit" in cold.mcp["detail"]
+        assert warm.mcp["detail"].startswith("not sent: the session had ended")
+        assert cold.timing["wall_ns"] is None
+
+
+def test_a_notification_flood_under_the_demos_call_limit_is_a_flood_and_rg_is_unchanged(
+        mcp_flood_run: TimedRun, mcp_run: Path) -> None:
+    """With the demo's 120 s per call the old client wrote its 64 MiB before the deadline:
+    the transcript was cut and every call tampered, and the session took minutes."""
+    run_dir, task = mcp_flood_run.run_dir, TASKS[1]
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
+    session, _ = _flood_session(run_dir, "notify-flood", task)
+    assert session.timing["wall_ns"] < 30 * 1_000_000_000 < MCP_FLOOD_TIMEOUT_S * 1e9
+    assert [_rep(run_dir, "notify-flood", task, rep).outcome for rep in (0, 1)] == [
+        "mcp-flood", "mcp-flood"]
+    assert mcp_flood_run.seconds < 120, mcp_flood_run.seconds
+    rg = parsers.get_parser("rg")
+    for rep in (0, 1):
+        cell = run_dir / "cells" / "rg" / task / str(rep)
+        assert read_record(cell / "record.json").outcome == "ok"
+        rows = rg.parse((cell / "stdout").read_bytes(), b"", "references").rows
+        alone = rg.parse((mcp_run / "cells" / "rg" / task / str(rep) / "stdout").read_bytes(),
+                         b"", "references").rows
+        assert rows and Counter(rows) == Counter(alone)  # rg's own order is not defined

@@ -3,6 +3,8 @@ transcript (outcomes, payload, timing bounds), all pure logic on hand-made trans
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
 from pathlib import Path
 
@@ -243,3 +245,71 @@ def test_payload_is_the_text_items_in_order() -> None:
     assert mcp.payload(_answer(1, "one ", "two").encode()) == b"one two"
     assert mcp.payload(None) == b""
     assert mcp.payload(json.dumps({"id": 1, "result": {"content": "x"}}).encode()) == b""
+
+
+# -- floods: the transcript's bound and the verdicts it keeps -------------------------------
+
+def _cut(record: ExecRecord) -> ExecRecord:
+    """The session record of an exec whose stdout reached the stream cap."""
+    return dataclasses.replace(record, stdout=StreamInfo("stdout", 70 << 20, 64 << 20, True,
+                                                         "0" * 64))
+
+
+def test_a_transcript_cut_at_the_stream_cap_fails_the_calls_it_lost_as_a_flood(
+        tmp_path: Path) -> None:
+    """The server cannot write into the client's stdout, so a cut is the server's volume:
+    the calls the transcript lost are mcp-flood, never tampered; the ones before keep theirs."""
+    transcript = _transcript([("ok", _answer(1, "x\n"))], end=False) + b'{"t": 5, "kin'
+    records = _derive(tmp_path, transcript, _cut(_session_record("ok")))
+    assert [r.outcome for r in records] == ["ok", "mcp-flood", "mcp-flood"]
+    assert records[1].mcp is not None and "cut at the exec's stream cap" in \
+        records[1].mcp["detail"]
+    assert (tmp_path / "task" / "0" / "stdout").read_bytes() == b"x\n"
+
+
+def test_a_flood_the_client_ended_keeps_its_verdict_and_its_counts(tmp_path: Path) -> None:
+    detail = "the server sent more than the transcript keeps besides answers"
+    out = _transcript([], end=False)
+    out += _line(t=2500, kind="dropped", frames=1864, bytes=57790)
+    out += _line(t=2501, kind="result", call=0, sent=2000, answered=None, outcome="mcp-flood",
+                 detail=detail)
+    for k in (1, 2):
+        out += _line(t=2501 + k, kind="result", call=k, sent=None, answered=None,
+                     outcome="mcp-flood", detail=f"not sent: the session had ended ({detail})")
+    out += _line(t=9000, kind="server-exit", exit_code=None, signal=15)
+    out += _line(t=9001, kind="end", spawned=1000, elided=0, unanswered=0)
+    records = _derive(tmp_path, out, _session_record())
+    assert [r.outcome for r in records] == ["mcp-flood"] * 3
+    assert all(r.mcp is not None and r.mcp["dropped"] == {"frames": 1864, "bytes": 57790}
+               for r in records)
+    assert all(r.timing["wall_ns"] is None for r in records)
+    stored = read_record(tmp_path / "task" / "1" / "record.json")  # the schema takes both
+    assert stored.outcome == "mcp-flood"
+
+
+def test_an_answer_kept_in_base64_is_the_calls_payload(tmp_path: Path) -> None:
+    """The client keeps an answer in its shorter form: base64 when escaping would grow it."""
+    frames = [("ok", _answer(k + 1, '"quoted" \\ text\n' * 50)) for k in range(3)]
+    out = _transcript(frames)
+    for k, (_, frame) in enumerate(frames):
+        packed = base64.b64encode(frame.encode()).decode()
+        out = out.replace(_line(t=2400 + 1000 * k, kind="recv", frame=frame),
+                          _line(t=2400 + 1000 * k, kind="recv", frame_b64=packed))
+    assert b"frame_b64" in out
+    records = _derive(tmp_path, out, _session_record())
+    assert [r.outcome for r in records] == ["ok", "ok", "ok"]
+    assert (tmp_path / "task" / "0" / "stdout").read_bytes() == b'"quoted" \\ text\n' * 50
+
+
+def test_the_transcripts_bound_stays_well_under_the_exec_stream_cap() -> None:
+    """Whatever the server sends: the largest plan one argv takes (128 KiB), any number of
+    calls a suite can ask of one session."""
+    for calls in (1, 2, 5, 20, 200):
+        bound = mcp.transcript_bound(calls, 128 << 10)
+        assert bound <= mcp.EXEC_STREAM_CAP * 0.85, (calls, bound)
+    argv = mcp.session_argv(mcp.Server(("srv",), "2025-06-18", 10.0),
+                            [mcp.ToolCall("refs", {})] * 3, 5.0, "/corpus")
+    plan = json.loads(argv[2])
+    assert (plan["verbatim_cap"], plan["digest_cap"], plan["chatter_frames"]) == (
+        mcp.VERBATIM_CAP, mcp.DIGEST_CAP, mcp.CHATTER_FRAMES)
+    assert plan["frame_cap"] * 4 == mcp.ANSWER_BUDGET
