@@ -35,8 +35,10 @@ from orchestrator.untrusted.errors import HostileInput
 # The scratch repository's whole config, written here: a bare repository, no remote, no
 # extension (so no promisor to fetch from).
 SCRATCH_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
-# Over the settings every git call has: no transport at all (so no fetch, lazy or asked for).
-_NO_TRANSPORT = ("protocol.allow=never", "protocol.file.allow=never")
+# After (so over) the settings every clean git call has: no transport at all, so no fetch,
+# lazy or asked for; and no lazy fetch in any case (git 2.39.4 and later).
+_NO_TRANSPORT = ("-c", "protocol.allow=never", "-c", "protocol.file.allow=never")
+_NO_LAZY_FETCH = {"GIT_NO_LAZY_FETCH": "1"}
 # Bytes of HEAD or of one loose ref: a sha, or `ref: NAME` with a name of at most a few hundred
 # bytes in any real repository.
 REF_FILE_BYTES = 8192
@@ -156,8 +158,8 @@ class Foreign:
 
     def _run(self, *args: str, stdin: bytes | None = None
              ) -> subprocess.CompletedProcess[bytes]:
-        return self.git.run(*args, cwd=self.scratch, stdin=stdin, check=False,
-                            env={"GIT_DIR": str(self.scratch)}, config=_NO_TRANSPORT)
+        return self.git.run(*_NO_TRANSPORT, *args, cwd=self.scratch, stdin=stdin, check=False,
+                            env={"GIT_DIR": str(self.scratch), **_NO_LAZY_FETCH})
 
     def _file(self, rel: str, limit: int, strip: bool = True) -> str | None:
         """A file of the git dir as text, opened without following a link; None if absent."""

@@ -9,7 +9,7 @@ import os
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,10 +35,8 @@ _GIT_CONFIG = ("gc.auto=0", "maintenance.auto=false", "core.autocrlf=false",
 
 # What makes git read no system or global config and never prompt: on this host (clean_git)
 # and in the agent that runs git on an engine's host (remote.py).
-# A missing object is an error, never a fetch from a promisor remote (git 2.39.4 and later;
-# git-upload-pack sets it itself, which keeps `corpus fetch --from` a partial mirror safe).
 CLEAN_GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
-                 "GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1"}
+                 "GIT_TERMINAL_PROMPT": "0"}
 
 
 @dataclass(frozen=True)
@@ -48,11 +46,10 @@ class Git:
     env: Mapping[str, str]
 
     def run(self, *args: str, cwd: Path | None = None, stdin: bytes | None = None,
-            check: bool = True, env: Mapping[str, str] | None = None,
-            config: Sequence[str] = ()) -> subprocess.CompletedProcess[bytes]:
-        """git with `args`; `config` settings go after (so over) the ones every call has."""
+            check: bool = True, env: Mapping[str, str] | None = None
+            ) -> subprocess.CompletedProcess[bytes]:
         argv = ["git"]
-        for setting in (*_GIT_CONFIG, *config):
+        for setting in _GIT_CONFIG:
             argv += ["-c", setting]
         argv += args
         try:

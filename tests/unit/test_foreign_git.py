@@ -203,6 +203,16 @@ def test_on_a_hostile_full_mirror_authoring_prints_what_a_clean_one_gives(
         _nothing_ran(tmp_path, f"truth rule {args[0]}")
         assert clean[0] == 0 and clean[1].count("\n") >= 2, clean
         assert hostile_said == clean
+    checkout = tmp_path / "checkout"  # a hostile PRISTINE: a clone at the pin, its .git planted
+    with clean_git() as git:
+        git.run("clone", "-q", "--no-checkout", str(shop.upstream), str(checkout))
+        git.run("checkout", "-q", "--detach", shop.pin, cwd=checkout)
+    _plant(checkout / ".git", tmp_path, shop.upstream)
+    for verb in (["refs", "{}", "Money"], ["declares", "{}", "Money", "--what", "type"]):
+        clean = _truth(*[a.format(pristine) for a in verb])
+        hostile_said = _truth(*[a.format(checkout) for a in verb])
+        _nothing_ran(tmp_path, f"truth rule {verb[0]} PRISTINE")
+        assert clean[0] == 0 and hostile_said == clean, (clean, hostile_said)
     clean_tasks = _add_tasks_on(shop, shop.mirror)
     hostile_tasks = _add_tasks_on(shop, hostile)
     _nothing_ran(tmp_path, "suite add-tasks --mirror")
