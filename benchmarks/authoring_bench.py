@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from orchestrator import corpus, suite, toml_text, truth_rules
-from orchestrator.corpus.git import Git, clean_git
+from orchestrator.corpus import foreign
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.settings import load_settings
 
@@ -37,10 +37,11 @@ ARMS = "rg,ast-grep"
 KINDS_PER_FULL_RECORD = 4
 
 
-def _fix_commits(git: Git, mirror: Path, pin: str) -> list[str]:
+def _fix_commits(mirror: foreign.Foreign, pin: str) -> list[str]:
     """The mirror's commits after the pin (oldest first) that change a .cs file."""
-    shas = git.out("rev-list", "--reverse", f"{pin}..HEAD", cwd=mirror).split()
-    return [sha for sha in shas if truth_rules.fix_files(git, mirror, [sha])]
+    head = mirror.head()
+    shas = mirror.read("rev-list", "--reverse", f"{pin}..{head}", commit=head).decode().split()
+    return [sha for sha in shas if truth_rules.fix_files(mirror, [sha])]
 
 
 def _usable(sources: truth_rules.Sources, symbol: str, seed: str | None,
@@ -51,11 +52,11 @@ def _usable(sources: truth_rules.Sources, symbol: str, seed: str | None,
     return seed is None or bool(set(truth_rules.impact(sources, seed).graded) & at_pin)
 
 
-def records(git: Git, mirror: Path, pristine: Path, pin: str, tasks: int) -> str:
+def records(mirror: foreign.Foreign, pristine: foreign.Foreign, pin: str, tasks: int) -> str:
     """A records file making exactly `tasks` tasks from the mirror's fixes after the pin."""
-    sources = truth_rules.Sources(git, pristine)
+    sources = truth_rules.Sources(pristine)
     at_pin = set(sources.tracked())
-    fixes = _fix_commits(git, mirror, pin)
+    fixes = _fix_commits(mirror, pin)
     if len(fixes) < 2:
         sys.exit(f"benchmarks.authoring_bench: the mirror holds {len(fixes)} commit(s) after the "
                  f"pin changing .cs files; 2 or more are needed")
@@ -73,13 +74,14 @@ def records(git: Git, mirror: Path, pristine: Path, pin: str, tasks: int) -> str
     n = 0
     for sha in [*fixes, "union"]:
         shas = fixes[:2] if sha == "union" else [sha]
-        subject = git.out("log", "-1", "--format=%s", shas[-1], cwd=mirror)
-        for path, _ in truth_rules.fix_files(git, mirror, shas):
+        subject = mirror.read("log", "-1", "--format=%s", shas[-1], commit=shas[-1]).decode(
+            "utf-8", "replace").strip()
+        for path, _ in truth_rules.fix_files(mirror, shas):
             if made + KINDS_PER_FULL_RECORD > tasks:
                 break
             if path not in at_pin or truth_rules.is_test(path):
                 continue
-            types = truth_rules.declared_types(pristine / path)
+            types = truth_rules.declared_types(pristine.path / path)
             if not types or not _usable(sources, types[0], path, at_pin):
                 continue
             n += 1
@@ -94,7 +96,7 @@ def records(git: Git, mirror: Path, pristine: Path, pin: str, tasks: int) -> str
             break
         if not rel.startswith("src/MassTransit/JobService/"):
             continue
-        for symbol in truth_rules.declared_types(pristine / rel):
+        for symbol in truth_rules.declared_types(pristine.path / rel):
             if made < tasks and symbol not in symbols and _usable(sources, symbol, None, at_pin):
                 n += 1
                 symbols.add(symbol)
@@ -148,8 +150,9 @@ def main() -> None:
     assert pin.sha is not None
     with tempfile.TemporaryDirectory(prefix="sandbench-authoring-") as tmp:
         root = Path(tmp)
-        with clean_git() as git:
-            text = records(git, args.mirror, pristine, pin.sha, args.tasks)
+        with foreign.opened(args.mirror, "--mirror") as mirror, \
+                foreign.opened(pristine, "the pristine copy") as checkout:
+            text = records(mirror, checkout, pin.sha, args.tasks)
         records_file = root / "records.toml"
         records_file.write_text(text)
         project = _project(root, settings.project_root)

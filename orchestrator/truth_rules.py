@@ -1,5 +1,6 @@
 """The mechanical text truth rules (fix, refs, impact), run on a corpus's pristine copy (the pin)
-and its bare mirror (the fix commits after the pin): pinned inputs, never an arm's output. Every
+and its bare mirror (the fix commits after the pin): pinned inputs, never an arm's output, both
+read as objects through `orchestrator.corpus.foreign` (git never runs in either). Every
 task a suite builds from a record quotes the rule it used and the command that prints its sets
 (`sandbench truth rule ...`, or `python3 suites/tools/text_truth.py ...`, the same rules with the
 same output, which the C# and TypeScript suites' task files quote).
@@ -29,6 +30,7 @@ not core: a reference set of uses, as some publications count it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from collections.abc import Sequence
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.corpus.git import Git, clean_git
+from orchestrator.corpus.foreign import Foreign, opened
 from orchestrator.errors import InputError, SandbenchError
 
 # The rules a suite may declare (suite.toml `truth_rule`): name -> what it means.
@@ -248,10 +250,12 @@ def read_source(path: Path) -> str:
     return data.decode("utf-8-sig", "replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def tracked(git: Git, pristine: Path, ext: str = "cs") -> list[str]:
-    """The tracked files of the extension, sorted."""
-    out = git.run("ls-files", "-z", "--", f"*.{ext}", cwd=pristine).stdout
-    return sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
+def tracked(pristine: Foreign, ext: str = "cs") -> list[str]:
+    """The files of the extension in the tree of the checkout's HEAD (the pin), sorted."""
+    head = pristine.head()
+    out = pristine.read("ls-tree", "-r", "-z", "--name-only", "--full-tree", head, commit=head)
+    return sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0")
+                  if p.endswith(f".{ext}"))
 
 
 class Sources:
@@ -259,8 +263,8 @@ class Sources:
     and split into code and the rest at most once, so that making many tasks reads the corpus
     once (the pin does not change under a run)."""
 
-    def __init__(self, git: Git, pristine: Path) -> None:
-        self.git, self.pristine = git, pristine
+    def __init__(self, checkout: Foreign) -> None:
+        self.checkout, self.pristine = checkout, checkout.path
         self._tracked: dict[str, list[str]] = {}
         self._text: dict[str, str] = {}
         self._split: dict[str, tuple[str, str]] = {}
@@ -269,7 +273,7 @@ class Sources:
 
     def tracked(self, ext: str = "cs") -> list[str]:
         if ext not in self._tracked:
-            self._tracked[ext] = tracked(self.git, self.pristine, ext)
+            self._tracked[ext] = tracked(self.checkout, ext)
         return self._tracked[ext]
 
     def text(self, rel: str) -> str:
@@ -317,13 +321,13 @@ def mentions(sources: Sources, names: Sequence[str], ext: str = "cs"
     return in_code, elsewhere
 
 
-def fix_files(git: Git, mirror: Path, shas: Sequence[str], ext: str = "cs"
+def fix_files(mirror: Foreign, shas: Sequence[str], ext: str = "cs"
               ) -> list[tuple[str, int]]:
     """(path, lines changed) of every file of `ext` the fix commits changed, their changes
     summed over the commits, most changed first."""
     lines: dict[str, int] = {}
     for sha in shas:
-        out = git.run("diff", "--numstat", f"{commit(sha)}^", sha, cwd=mirror).stdout
+        out = mirror.diff_to_parent(commit(sha), "--numstat")
         for row in out.decode("utf-8", "surrogateescape").splitlines():
             added, deleted, path = row.split("\t", 2)
             if path.endswith(f".{ext}"):
@@ -404,11 +408,11 @@ def refs(sources: Sources, symbol: str, ext: str = "cs", rule: str = DEFAULT_RUL
     return Refs(symbol, ext, rule, core, admissible, declaring)
 
 
-def impact(sources: Sources, seed: str, mirror: Path | None = None,
+def impact(sources: Sources, seed: str, mirror: Foreign | None = None,
            fixes: Sequence[str] = ()) -> Impact:
     inside(sources.pristine, seed)
     types = _types(sources.split(seed)[0])
-    fixed = [p for p, _ in fix_files(sources.git, mirror, fixes)] \
+    fixed = [p for p, _ in fix_files(mirror, fixes)] \
         if mirror is not None and fixes else []
     dependents, _ = mentions(sources, types) if types else ([], [])
     graded = sorted((set(fixed) | set(dependents)) - {seed})
@@ -498,16 +502,19 @@ def main(argv: list[str]) -> None:
     if verb not in ("fix", "refs", "impact"):
         sys.exit(f"unknown verb {verb!r}: fix, refs or impact")
     try:
-        with clean_git() as git:
+        with contextlib.ExitStack() as stack:
+            def repo(arg: str, what: str) -> Foreign:
+                return stack.enter_context(opened(Path(arg), what))
+
             if verb == "fix":
-                lines = fix_lines(fix_files(git, Path(argv[1]), argv[2:]))
+                lines = fix_lines(fix_files(repo(argv[1], "MIRROR"), argv[2:]))
             elif verb == "refs":
                 ext = argv[3] if len(argv) > 3 else "cs"
-                lines = refs_lines(refs(Sources(git, Path(argv[1])), argv[2], ext))
+                lines = refs_lines(refs(Sources(repo(argv[1], "PRISTINE")), argv[2], ext))
             else:
-                mirror = Path(argv[3]) if len(argv) > 4 else None
-                lines = impact_lines(impact(Sources(git, Path(argv[1])), argv[2], mirror,
-                                            argv[4:]))
+                mirror = repo(argv[3], "MIRROR") if len(argv) > 4 else None
+                lines = impact_lines(impact(Sources(repo(argv[1], "PRISTINE")), argv[2],
+                                            mirror, argv[4:]))
     except SandbenchError as err:
         sys.exit(err.render())
     for line in lines:

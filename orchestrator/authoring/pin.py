@@ -8,7 +8,7 @@ from pathlib import Path
 
 from orchestrator import corpus, toml_text
 from orchestrator.authoring._common import bad as _bad
-from orchestrator.corpus.git import Git, clean_git
+from orchestrator.corpus import foreign
 from orchestrator.corpus.lock import parse_lock, read_lock_text, where
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_text
@@ -38,20 +38,14 @@ def _repo_of_path(mirror: Path) -> str | None:
     return None
 
 
-def _mirror_facts(git: Git, mirror: Path, sha: str) -> str | None:
+def _mirror_facts(mirror: Path, sha: str) -> str | None:
     """The mirror's https origin URL, if it names one; the sha must be a commit in it."""
-    if not mirror.is_dir():
-        raise _bad("--from", "a local clone or bare mirror (a directory)", str(mirror))
-    probe = git.run("rev-parse", "--git-dir", cwd=mirror, check=False)
-    if probe.returncode != 0:
-        raise _bad("--from", "a git repository (a clone or bare mirror)", str(mirror))
-    found = git.run("cat-file", "-e", f"{sha}^{{commit}}", cwd=mirror, check=False)
-    if found.returncode != 0:
-        raise _bad("--sha", f"a commit of the mirror {mirror}", sha,
-                   fix="pin a commit the mirror holds (git -C MIRROR log), or bring a newer "
-                       "mirror")
-    origin = git.run("config", "--get", "remote.origin.url", cwd=mirror, check=False)
-    url = origin.stdout.decode("utf-8", "replace").strip()
+    with foreign.opened(mirror, "--from") as repo:
+        if repo.commit(sha) != sha:
+            raise _bad("--sha", f"a commit of the mirror {mirror}", sha,
+                       fix="pin a commit the mirror holds (git -C MIRROR log), or bring a "
+                           "newer mirror")
+        url = repo.config_value("remote.origin.url") or ""
     return url if url.startswith("https://") else None
 
 
@@ -76,8 +70,7 @@ def add_corpus(lock: Path, corpus_id: str, *, sha: str, license_id: str, kind: s
     if url is not None and not url.startswith("https://"):
         raise _bad("--url", "an https:// git URL", url)
     if mirror is not None:
-        with clean_git() as git:
-            origin = _mirror_facts(git, mirror, sha)
+        origin = _mirror_facts(mirror, sha)
         url = url or origin
         if url is None:
             raise _bad("--url", f"the https:// git URL of the corpus (the mirror {mirror} "

@@ -19,7 +19,7 @@ from orchestrator import corpus, toml_text, truth_rules
 from orchestrator import suite as suite_mod
 from orchestrator.authoring._common import bad as _bad
 from orchestrator.authoring.new_suite import KIND_RULES
-from orchestrator.corpus.git import Git, clean_git
+from orchestrator.corpus.foreign import Foreign, opened_if
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_text, read_toml
 from orchestrator.kinds import INPUT_KEY
@@ -143,23 +143,17 @@ class _Context:
     """What every record's truth is computed from: the pristine corpus at the pin, its mirror,
     the rule, and the command quoted into each task."""
 
-    def __init__(self, git: Git, settings: Settings, corpus_id: str, rule: str,
-                 language: str, mirror: Path | None, command: str) -> None:
-        self.git, self.rule, self.language, self.mirror = git, rule, language, mirror
+    def __init__(self, checkout: Foreign, sha: str, corpus_id: str, rule: str,
+                 language: str, mirror: Foreign | None, command: str) -> None:
+        self.rule, self.language, self.mirror = rule, language, mirror
         self.ext = LANG_EXT[language]
-        self.corpus = corpus_id
+        self.corpus, self.sha = corpus_id, sha
         self.command = command
-        lock = corpus.lock_path(settings)
-        self.pin = corpus.pin_for(corpus.load_lock(lock), corpus_id, lock)
-        self.pristine = corpus.corpus_dir(settings, corpus_id)
-        head = git.run("rev-parse", "--verify", "-q", "HEAD^{commit}", cwd=self.pristine,
-                       check=False) if (self.pristine / ".git").is_dir() else None
-        self.sha = self.pin.sha or ""
-        if head is None or not self.sha or head.stdout.decode().strip() != self.sha:
-            raise InputError(f"corpus {corpus_id!r} is not fetched at its pin "
-                             f"({self.pristine})", fix=self.pin.fetch_hint(),
-                             file=str(self.pristine))
-        self.sources = truth_rules.Sources(git, self.pristine)
+        self.pristine = checkout.path
+        if mirror is not None and mirror.commit(sha) is None:
+            raise _bad("--mirror", f"the corpus's mirror, holding its pin {sha}",
+                       str(mirror.path))
+        self.sources = truth_rules.Sources(checkout)
         self.at_pin = set(self.sources.tracked(self.ext))
 
     def bad(self, record: Record, key: str, expected: str, found: object,
@@ -173,14 +167,10 @@ class _Context:
                        "commits)", None)
         full = []
         for sha in record.fix:
-            found = self.git.run("rev-parse", "--verify", "-q", f"{sha}^{{commit}}",
-                                 cwd=self.mirror, check=False)
-            if found.returncode != 0:
-                raise self.bad(record, "fix", f"a commit of the mirror {self.mirror}", sha)
-            full_sha = found.stdout.decode().strip()
-            after = self.git.run("merge-base", "--is-ancestor", self.sha, full_sha,
-                                 cwd=self.mirror, check=False)
-            if after.returncode != 0:
+            full_sha = self.mirror.commit(sha)
+            if full_sha is None:
+                raise self.bad(record, "fix", f"a commit of the mirror {self.mirror.path}", sha)
+            if not self.mirror.is_ancestor(self.sha, full_sha):
                 raise self.bad(record, "fix", f"a commit after the pin {self.sha[:12]} "
                                "(a fix merged after the corpus was pinned)", sha)
             full.append(full_sha)
@@ -212,7 +202,7 @@ def _ticket(record: Record, e2e: bool) -> str:
 def _fix_truth(ctx: _Context, record: Record, shas: list[str]
                ) -> tuple[list[tuple[str, int]], list[str], str]:
     """(rows at the pin, files the fix added, the sentence quoting the command and its rows)."""
-    rows = truth_rules.fix_files(ctx.git, ctx.mirror, shas, ctx.ext) if ctx.mirror else []
+    rows = truth_rules.fix_files(ctx.mirror, shas, ctx.ext) if ctx.mirror else []
     kept = [(p, n) for p, n in rows if p in ctx.at_pin]
     added = [p for p, _ in rows if p not in ctx.at_pin]
     listed = ", ".join(f"{p} ({n})" for p, n in rows) or "no file"
@@ -328,9 +318,17 @@ def add_tasks(settings: Settings, name: str, records_file: Path, mirror: Path | 
         raise _bad("corpus", "the id of a corpus in corpus.lock", corpus_id,
                    folder / "suite.toml")
     language, records = read_records(records_file)
-    with clean_git() as git:
-        ctx = _Context(git, settings, corpus_id, rule, language, mirror, command)
-        made = [task for record in records for task in _tasks_of(ctx, record)]
+    lock = corpus.lock_path(settings)
+    pin = corpus.pin_for(corpus.load_lock(lock), corpus_id, lock)
+    pristine = corpus.corpus_dir(settings, corpus_id)
+    fetched = pristine if (pristine / ".git").is_dir() else None
+    with opened_if(fetched, "the pristine copy") as checkout:
+        if checkout is None or pin.sha is None or checkout.head() != pin.sha:
+            raise InputError(f"corpus {corpus_id!r} is not fetched at its pin ({pristine})",
+                             fix=pin.fetch_hint(), file=str(pristine))
+        with opened_if(mirror, "--mirror") as fixes:
+            ctx = _Context(checkout, pin.sha, corpus_id, rule, language, fixes, command)
+            made = [task for record in records for task in _tasks_of(ctx, record)]
     tasks_dir = folder / "tasks"
     for task in made:
         if (existing := tasks_dir / f"{task.id}.toml").exists():

@@ -11,7 +11,7 @@ import typer
 from orchestrator import truth_rules
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings
 from orchestrator.cli._help import Command, Group
-from orchestrator.corpus.git import clean_git
+from orchestrator.corpus import foreign
 from orchestrator.engine import Engine
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_json
@@ -91,8 +91,8 @@ def rule_fix(mirror: Path = Mirror,
              as_json: bool = Json) -> None:
     """The files the fix commits changed, most changed lines first (and, in JSON, the
     primary fix file: the first that is not a test file)."""
-    with clean_git() as git:
-        rows = truth_rules.fix_files(git, mirror, shas, ext)
+    with foreign.opened(mirror, "MIRROR") as repo:
+        rows = truth_rules.fix_files(repo, shas, ext)
     _print(as_json, truth_rules.fix_json(shas, rows, ext), truth_rules.fix_lines(rows))
 
 
@@ -106,8 +106,8 @@ def rule_refs(pristine: Path = Pristine,
               as_json: bool = Json) -> None:
     """core: the files naming NAME in code; admissible: naming it only in comments or
     strings."""
-    with clean_git() as git:
-        result = truth_rules.refs(truth_rules.Sources(git, pristine), symbol, ext, rule)
+    with foreign.opened(pristine, "PRISTINE") as checkout:
+        result = truth_rules.refs(truth_rules.Sources(checkout), symbol, ext, rule)
     _print(as_json, result.to_json(), truth_rules.refs_lines(result))
 
 
@@ -125,8 +125,9 @@ def rule_impact(pristine: Path = Pristine,
     if bool(fixes) != (mirror is not None):
         raise InputError.bad_value("the command line", "--mirror/--fix", "both (a fix in a "
                                    "mirror) or neither", {"mirror": mirror, "fix": fixes})
-    with clean_git() as git:
-        result = truth_rules.impact(truth_rules.Sources(git, pristine), seed, mirror, fixes)
+    with foreign.opened(pristine, "PRISTINE") as checkout, \
+            foreign.opened_if(mirror, "--mirror") as repo:
+        result = truth_rules.impact(truth_rules.Sources(checkout), seed, repo, fixes)
     _print(as_json, result.to_json(), truth_rules.impact_lines(result))
 
 
@@ -143,7 +144,7 @@ def rule_declares(pristine: Path = Pristine,
                   as_json: bool = Json) -> None:
     """The non-test files whose code declares what TERM names (a published task whose
     question is a search term); in path order, the first is a locate task's primary."""
-    with clean_git() as git:
-        result = truth_rules.declarations(truth_rules.Sources(git, pristine), term, what, ext,
+    with foreign.opened(pristine, "PRISTINE") as checkout:
+        result = truth_rules.declarations(truth_rules.Sources(checkout), term, what, ext,
                                           ignore_case)
     _print(as_json, result.to_json(), truth_rules.declarations_lines(result))

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from orchestrator import suite, toml_text, truth_rules
 from orchestrator.cli import app
+from orchestrator.corpus import foreign
 from orchestrator.corpus.git import clean_git
 from orchestrator.errors import InputError
 
@@ -43,6 +44,7 @@ class Shop:
     pin: str
     fix1: str
     fix2: str
+    upstream: Path
 
 
 def _commit(git, repo: Path, files: dict[str, str], message: str) -> str:
@@ -56,6 +58,11 @@ def _commit(git, repo: Path, files: dict[str, str], message: str) -> str:
 
 @pytest.fixture
 def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Shop:
+    return make_shop(tmp_path, monkeypatch)
+
+
+def make_shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Shop:
+    """A project copy whose corpus is a repository made here, and that repository's mirror."""
     project = tmp_path / "project"
     for part in ("arms", *suite.every_scorer_source(REPO), "corpus.lock"):
         source = REPO / part
@@ -81,7 +88,7 @@ def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Shop:
                                        "src/Shop/New.cs": "class New { }\n"}, "Fixed #2")
         mirror = tmp_path / "mirrors" / "acme+shop" / "repo"
         git.run("clone", "-q", "--mirror", str(upstream), str(mirror))
-    return Shop(project, tmp_path / "bench", mirror, before, pin, fix1, fix2)
+    return Shop(project, tmp_path / "bench", mirror, before, pin, fix1, fix2, upstream)
 
 
 def sandbench(shop: Shop, *args: str):
@@ -433,9 +440,10 @@ def test_the_word_index_finds_what_the_word_search_finds(tmp_path: Path) -> None
                                  ("cs", ["Money", "Moneys"], ["a.cs", "b.cs", "c.cs"]),
                                  ("cs", ["Money_"], ["d.cs"]), ("ts", ["money"], ["e.ts"]),
                                  ("ts", ["$money"], [])]:  # \b before $ needs a word char
-            sources = truth_rules.Sources(git, tmp_path)
-            assert sources.naming(names, ext) == want  # the scan
-            assert sources.naming(names, ext) == want  # the index (or the scan for $-names)
+            with foreign.opened(tmp_path, "PRISTINE") as checkout:
+                sources = truth_rules.Sources(checkout)
+                assert sources.naming(names, ext) == want  # the scan
+                assert sources.naming(names, ext) == want  # the index (or the scan for $-names)
 
 
 def test_a_record_may_make_only_some_of_its_kinds(shop: Shop) -> None:
@@ -467,7 +475,8 @@ def test_the_declares_rule_finds_the_non_test_files_declaring_the_term(tmp_path:
     with clean_git() as git:
         git.run("init", "-q", cwd=tmp_path)
         _commit(git, tmp_path, files, "declares")
-        sources = truth_rules.Sources(git, tmp_path)
+    with foreign.opened(tmp_path, "PRISTINE") as checkout:
+        sources = truth_rules.Sources(checkout)
         member = truth_rules.declarations(sources, "urn:message:", "member")
         assert member.files == ["src/Urn.cs"]
         assert member.to_json()["primary"] == "src/Urn.cs"
