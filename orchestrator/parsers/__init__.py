@@ -26,6 +26,13 @@ Shared conventions:
   `untrusted.strings.portable`: such a byte is spelled ``\\xNN``, injectively), so two
   different paths never become one and a path is graded as the corpus's listing spells it.
   Every other string of a row stays exact; documents can always hold it (`fsutil`).
+  A text format is read line by line (`lines`), each line decoded alone, so no copy of the
+  whole answer is made.
+- **Budget.** One answer is read to `limits.ANSWER_MAX_ROWS` rows (`answer_rows`: every
+  parser yields its rows and stops at the first past it), `ANSWER_MAX_LINES` lines of text
+  and `ANSWER_MAX_JSON_ITEMS` items of JSON: past one, a `HostileInput` (`too-many-rows`,
+  `too-many-lines`, `too-many-items`), which the scorer makes the cell's `parse-error`. An
+  answer is never graded on a cut (see `limits`).
 - **Paths.** A leading ``/corpus/`` (the arm's corpus mount) or ``./`` is removed; any other
   absolute path, an empty one or one with a ``..`` segment is a `ParseError`.
 - **Calls.** A multi-call strategy prints one ``sandbench-call: <argv>`` line on stderr before
@@ -45,17 +52,22 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from itertools import islice
+from typing import Any, Protocol, TypeVar
 
 from orchestrator.errors import InputError
 from orchestrator.kinds import ALL_KINDS
 from orchestrator.untrusted import decode as untrusted
+from orchestrator.untrusted import limits
 from orchestrator.untrusted.errors import HostileInput
 from orchestrator.untrusted.strings import portable
 
 CALL_MARKER = b"sandbench-call:"
+# A marker at the start of a line as bytes.splitlines() splits them (at \n, \r and \r\n).
+_MARKED_LINE = re.compile(rb"(?<![^\r\n])" + re.escape(CALL_MARKER))
 CORPUS_PREFIX = "/corpus/"
 RANKED_KINDS = ("locate", "e2e-retrieval")
 
@@ -104,8 +116,9 @@ class OutputParser(Protocol):
 # -- shared helpers ---------------------------------------------------------------------------
 
 def marked_calls(stderr: bytes) -> int:
-    """The number of ``sandbench-call:`` lines on stderr."""
-    return sum(1 for line in stderr.splitlines() if line.startswith(CALL_MARKER))
+    """The number of ``sandbench-call:`` lines on stderr (found where they are, no line
+    copied)."""
+    return sum(1 for _ in _MARKED_LINE.finditer(stderr))
 
 
 def count_calls(stderr: bytes) -> int:
@@ -136,6 +149,42 @@ def decode(data: bytes) -> str:
     """stdout as text, exactly: a byte that is not UTF-8 kept as a lone surrogate (see the
     module docstring)."""
     return data.decode("utf-8", "surrogateescape")
+
+
+def lines(data: bytes, parser: str) -> Iterator[tuple[int, str]]:
+    """stdout's lines as `decode(data).split("\\n")` numbers them (1-based, a trailing CR
+    removed, the empty piece after a final newline left out), one at a time, each decoded
+    alone (a newline is never part of a UTF-8 sequence, so the text is the same); past
+    `limits.ANSWER_MAX_LINES` a HostileInput `too-many-lines`."""
+    start, end = 0, len(data)
+    for number in range(1, limits.ANSWER_MAX_LINES + 1):
+        if start >= end:
+            return
+        stop = data.find(b"\n", start)
+        stop = end if stop < 0 else stop
+        yield number, decode(data[start:stop]).removesuffix("\r")
+        start = stop + 1
+    if start < end:
+        raise HostileInput("too-many-lines", f"{parser}: the answer has more than "
+                           f"{limits.ANSWER_MAX_LINES:,} lines, the limit of one answer: not "
+                           "read past it, not graded", parser=parser,
+                           limit=limits.ANSWER_MAX_LINES)
+
+
+Item = TypeVar("Item")
+
+
+def answer_rows(rows: Iterable[Item], parser: str) -> tuple[Item, ...]:
+    """The rows (or edges) of one answer, taken from a parser's lazy iteration up to
+    `limits.ANSWER_MAX_ROWS`: one more is a HostileInput `too-many-rows`, and nothing past
+    it is read."""
+    kept = tuple(islice(rows, limits.ANSWER_MAX_ROWS + 1))
+    if len(kept) > limits.ANSWER_MAX_ROWS:
+        raise HostileInput("too-many-rows", f"{parser}: the answer has more than "
+                           f"{limits.ANSWER_MAX_ROWS:,} rows, the limit of one answer: not "
+                           "read past it, not graded", parser=parser,
+                           limit=limits.ANSWER_MAX_ROWS)
+    return kept
 
 
 def repo_path(raw: str, parser: str) -> str:
@@ -172,9 +221,10 @@ def reason(text: object) -> str | None:
 def json_values(text: str, parser: str) -> Iterator[Any]:
     """Every JSON value in `text`, one after another (pretty-printed documents back to back,
     or one per line), within untrusted.decode's bounds; ParseError at the first thing that
-    is not JSON."""
+    is not JSON; past `limits.ANSWER_MAX_JSON_ITEMS` a HostileInput `too-many-items`."""
     try:
-        yield from untrusted.json_values(text, what=f"{parser} stdout")
+        yield from untrusted.json_values(text, what=f"{parser} stdout",
+                                         max_items=limits.ANSWER_MAX_JSON_ITEMS)
     except HostileInput as exc:
         if exc.kind != "not-json":
             raise
@@ -239,6 +289,6 @@ def get_parser(name: str) -> OutputParser:
 
 
 __all__ = ["CALL_MARKER", "CORPUS_PREFIX", "PARSERS", "RANKED_KINDS", "Edge", "OutputParser",
-           "ParseError", "Parsed", "Row", "check_kind", "clipped", "count_calls", "decode",
-           "get_parser", "json_values", "line_value", "marked_calls", "module_name", "reason",
-           "repo_path", "require", "skip_banners"]
+           "ParseError", "Parsed", "Row", "answer_rows", "check_kind", "clipped", "count_calls",
+           "decode", "get_parser", "json_values", "line_value", "lines", "marked_calls",
+           "module_name", "reason", "repo_path", "require", "skip_banners"]

@@ -10,17 +10,19 @@ orchestrator/suite.py): what the scorer parses of a cell's stdout, and how its c
 - **Calls.** A script counts its ``sandbench-call:`` lines (those its `call`s printed), zero
   included; any other command counts as its parser does.
 
-Every step is one pass over the bytes (split at newlines, compare whole lines), so the time is
-linear in the output and nothing is kept beyond its lines.
+Every step is one pass over the bytes (a search for the separator lines, one line at a time
+for a file list), so the time is linear in the output, and a file list is read to the
+answer's budget (`parsers.answer_rows`, `parsers.lines`) like any parser's rows.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from orchestrator.parsers import (ParseError, Parsed, Row, check_kind, clipped, count_calls,
-                                  decode, marked_calls, repo_path, skip_banners)
+from orchestrator.parsers import (ParseError, Parsed, Row, answer_rows, check_kind, clipped,
+                                  count_calls, lines, marked_calls, repo_path, skip_banners)
 
 if TYPE_CHECKING:
     from orchestrator.parsers import OutputParser
@@ -41,33 +43,34 @@ class Shape:
 
 def answer_section(stdout: bytes, separator: str, which: str | int, parser: str) -> bytes:
     """The declared section of `stdout`, split at lines equal to `separator` (a trailing CR
-    aside); ParseError when the output has fewer sections than the one named."""
-    mark = separator.encode()
-    sections: list[list[bytes]] = [[]]
-    for line in stdout.split(b"\n"):
-        if line.removesuffix(b"\r") == mark:
-            sections.append([])
-        else:
-            sections[-1].append(line)
+    aside: suite.py refuses a separator holding a line break); ParseError when the output has
+    fewer sections than the one named. The separator lines are found by one search and the
+    section is a slice: no line is copied."""
+    separators = re.compile(rb"(?m)^" + re.escape(separator.encode()) + rb"\r?$")
+    # Section i runs from starts[i] to ends[i]: from after one separator line's newline to
+    # before the next one's (empty when they are adjacent).
+    starts, ends = [0], []
+    for found in separators.finditer(stdout):
+        ends.append(max(found.start() - 1, starts[-1]))
+        starts.append(found.end() + 1)
+    ends.append(len(stdout))
     if which == "last":
-        return b"\n".join(sections[-1])
+        return stdout[starts[-1]:ends[-1]]
     assert isinstance(which, int)
-    if which > len(sections):
+    if which > len(starts):
         raise ParseError(f"{parser}: answer section {which} is missing: the output has "
-                         f"{len(sections)} section(s) split at lines equal to "
+                         f"{len(starts)} section(s) split at lines equal to "
                          f"{clipped(separator)}", parser=parser, section=which,
-                         sections=len(sections))
-    return b"\n".join(sections[which - 1])
+                         sections=len(starts))
+    return stdout[starts[which - 1]:ends[which - 1]]
 
 
 def file_list(stdout: bytes, parser: str) -> tuple[Row, ...]:
     """One repo path per line, in the tool's order; a line that is not a path inside the
     repository is a ParseError (repo_path)."""
-    rows = []
-    for raw in decode(stdout).split("\n"):
-        if line := raw.removesuffix("\r"):
-            rows.append(Row(repo_path(line, f"{parser} file-list"), None, None))
-    return tuple(rows)
+    what = f"{parser} file-list"
+    return answer_rows((Row(repo_path(line, what), None, None)
+                        for _, line in lines(stdout, what) if line), what)
 
 
 def parse_output(parser: OutputParser, stdout: bytes, stderr: bytes, kind: str,

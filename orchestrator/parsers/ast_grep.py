@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from orchestrator.parsers import (Parsed, Row, check_kind, count_calls, decode, json_values,
-                                  line_value, reason, repo_path, require)
+from orchestrator.parsers import (Parsed, Row, answer_rows, check_kind, count_calls, decode,
+                                  json_values, line_value, reason, repo_path, require)
+
 
 class AstGrepParser:
     """``ast-grep scan|run --json=stream`` (one object per line), or ``--json``/``--json=compact``
@@ -16,10 +18,11 @@ class AstGrepParser:
 
     def parse(self, stdout: bytes, stderr: bytes, kind: str) -> Parsed:
         check_kind(kind)
-        matches: list[Any] = []
+        return Parsed(answer_rows(self._rows(stdout), self.name), count_calls(stderr))
+
+    def _rows(self, stdout: bytes) -> Iterator[Row]:
         for value in json_values(decode(stdout), self.name):
-            matches.extend(value if isinstance(value, list) else [value])
-        return Parsed(tuple(self._row(m) for m in matches), count_calls(stderr))
+            yield from map(self._row, value if isinstance(value, list) else [value])
 
     def _row(self, match: Any) -> Row:
         require(isinstance(match, dict), self.name, "a match object", match)

@@ -3,11 +3,12 @@ kinds."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from orchestrator.kinds import EDGE_KINDS
-from orchestrator.parsers import (Edge, Parsed, Row, check_kind, count_calls, decode, json_values,
-                                  line_value, reason, repo_path, require)
+from orchestrator.parsers import (Edge, Parsed, Row, answer_rows, check_kind, count_calls, decode,
+                                  json_values, line_value, reason, repo_path, require)
 
 _CRG_SHAPES = {"references": "query", "impact": "impact", "locate": "search",
                "e2e-retrieval": "search"}
@@ -33,11 +34,13 @@ class CodeReviewGraphParser:
     def parse(self, stdout: bytes, stderr: bytes, kind: str) -> Parsed:
         check_kind(kind)
         if kind in EDGE_KINDS:
-            edges = tuple(self._graph_edge(doc, kind)
-                          for doc in json_values(decode(stdout), self.name))
+            edges = answer_rows((self._graph_edge(doc, kind)
+                                 for doc in json_values(decode(stdout), self.name)), self.name)
             return Parsed(tuple(Row(e.path, e.line, e.target[1]) for e in edges),
                           count_calls(stderr), edges)
-        rows: list[Row] = []
+        return Parsed(answer_rows(self._rows(stdout, kind), self.name), count_calls(stderr))
+
+    def _rows(self, stdout: bytes, kind: str) -> Iterator[Row]:
         for doc in json_values(decode(stdout), self.name):
             require(isinstance(doc, dict), self.name, "a JSON object per answer", doc)
             status = doc.get("status")
@@ -46,12 +49,11 @@ class CodeReviewGraphParser:
             require(status == "ok", self.name, "status ok, ambiguous or not_found", status)
             shape = _CRG_SHAPES[kind]
             if shape == "query":
-                rows += self._edges(doc)
+                yield from self._edges(doc)
             elif shape == "impact":
-                rows += self._impact(doc)
+                yield from self._impact(doc)
             else:
-                rows += self._search(doc)
-        return Parsed(tuple(rows), count_calls(stderr))
+                yield from self._search(doc)
 
     def _node(self, qualified: object) -> tuple[str | None, str]:
         """A graph node's (file, name): `/corpus/FILE::Type.name` or `/corpus/FILE::name`
@@ -86,17 +88,15 @@ class CodeReviewGraphParser:
         assert isinstance(value, list)
         return value
 
-    def _edges(self, doc: dict[str, Any]) -> list[Row]:
+    def _edges(self, doc: dict[str, Any]) -> Iterator[Row]:
         require("pattern" in doc, self.name, "a query answer (with `pattern`)", list(doc))
-        rows = []
         for edge in self._list(doc, "edges", "query"):
             require(isinstance(edge, dict) and isinstance(edge.get("file_path"), str),
                     self.name, "an edge with a `file_path`", edge)
             line = edge.get("line")
-            rows.append(Row(repo_path(edge["file_path"], self.name),
-                            None if line is None else line_value(line, self.name),
-                            reason(edge.get("kind"))))
-        return rows
+            yield Row(repo_path(edge["file_path"], self.name),
+                      None if line is None else line_value(line, self.name),
+                      reason(edge.get("kind")))
 
     def _node_row(self, node: Any, line: object) -> Row:
         require(isinstance(node, dict) and isinstance(node.get("file_path"), str), self.name,
@@ -107,29 +107,27 @@ class CodeReviewGraphParser:
         return Row(repo_path(node["file_path"], self.name),
                    None if line is None else line_value(line, self.name), reason(label))
 
-    def _impact(self, doc: dict[str, Any]) -> list[Row]:
-        rows = []
+    def _impact(self, doc: dict[str, Any]) -> Iterator[Row]:
+        shown = set()
         for node in self._list(doc, "impacted_nodes", "impact"):
             require(isinstance(node, dict), self.name, "an impacted node", node)
             site = node.get("call_site")
             line = site.get("line") if isinstance(site, dict) else None
-            rows.append(self._node_row(node, node.get("line_start") if line is None else line))
-        shown = {row.path for row in rows}
+            row = self._node_row(node, node.get("line_start") if line is None else line)
+            shown.add(row.path)
+            yield row
         for file in self._list(doc, "impacted_files", "impact"):
             require(isinstance(file, str), self.name, "a path in `impacted_files`", file)
             path = repo_path(file, self.name)
             if path not in shown:
                 shown.add(path)
-                rows.append(Row(path, None, "impacted file"))
-        return rows
+                yield Row(path, None, "impacted file")
 
-    def _search(self, doc: dict[str, Any]) -> list[Row]:
+    def _search(self, doc: dict[str, Any]) -> Iterator[Row]:
         require("query" in doc, self.name, "a search answer (with `query`)", list(doc))
-        rows = []
         for node in self._list(doc, "results", "search"):
             require(isinstance(node, dict), self.name, "a search result", node)
-            rows.append(self._node_row(node, node.get("line_start")))
-        return rows
+            yield self._node_row(node, node.get("line_start"))
 
 
 PARSER = CodeReviewGraphParser()

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
-from orchestrator.parsers import (ParseError, Parsed, RANKED_KINDS, Row, check_kind, clipped,
-                                  count_calls, decode, json_values, line_value, reason, repo_path,
-                                  require)
+from orchestrator.parsers import (ParseError, Parsed, RANKED_KINDS, Row, answer_rows, check_kind,
+                                  clipped, count_calls, decode, json_values, line_value, lines,
+                                  reason, repo_path, require)
 from orchestrator.untrusted import decode as untrusted
 
 # `file:line` then two spaces (a declaration and its source line), `: ` (a manifest hit and the
@@ -47,35 +48,31 @@ class DevscoutParser:
 
     def parse(self, stdout: bytes, stderr: bytes, kind: str) -> Parsed:
         check_kind(kind)
-        text = decode(stdout)
-        if kind in RANKED_KINDS:
-            rows = self._find(text)
-        else:
-            rows = []
-            for doc in json_values(text, self.name):
-                require(isinstance(doc, dict), self.name, "a JSON object", doc)
-                rows += self._hits(doc)
-        return Parsed(tuple(rows), count_calls(stderr))
+        rows = self._find(stdout) if kind in RANKED_KINDS else self._answers(stdout)
+        return Parsed(answer_rows(rows, self.name), count_calls(stderr))
 
-    def _hits(self, answer: dict[str, Any]) -> list[Row]:
+    def _answers(self, stdout: bytes) -> Iterator[Row]:
+        for doc in json_values(decode(stdout), self.name):
+            require(isinstance(doc, dict), self.name, "a JSON object", doc)
+            yield from self._hits(doc)
+
+    def _hits(self, answer: dict[str, Any]) -> Iterator[Row]:
         if answer.get("outcome") == "ambiguous":
-            return []
-        rows: list[Row] = []
+            return
         members = answer.get("members", [])
         require(isinstance(members, list), self.name, "a `members` list", members)
         for member in members:
             require(isinstance(member, dict), self.name, "a member answer", member)
-            rows += self._hits(member)
+            yield from self._hits(member)
         inbound = answer.get("inbound", {})
         require(isinstance(inbound, dict), self.name, "an `inbound` table", inbound)
         for edge_kind, block in inbound.items():
             require(isinstance(block, dict) and isinstance(block.get("rows"), list),
                     self.name, f"`inbound.{edge_kind}.rows`", block)
-            rows += [self._row(r) for r in block["rows"]]
+            yield from map(self._row, block["rows"])
         top = answer.get("rows", [])
         require(isinstance(top, list), self.name, "a `rows` list", top)
-        rows += [self._row(r) for r in top]
-        return rows
+        yield from map(self._row, top)
 
     def _row(self, row: Any) -> Row:
         require(isinstance(row, dict) and isinstance(row.get("file"), str), self.name,
@@ -86,10 +83,8 @@ class DevscoutParser:
         return Row(repo_path(row["file"], self.name),
                    None if line is None else line_value(line, self.name), reason(row.get("why")))
 
-    def _find(self, text: str) -> list[Row]:
-        rows: list[Row] = []
-        for number, raw in enumerate(text.split("\n"), 1):
-            line = raw.removesuffix("\r")
+    def _find(self, stdout: bytes) -> Iterator[Row]:
+        for number, line in lines(stdout, self.name):
             if not line.strip() or any(t.fullmatch(line) for t in _DS_TRAILERS) \
                     or _ds_zero_hit(line):
                 continue
@@ -98,10 +93,8 @@ class DevscoutParser:
                 raise ParseError(f"devscout: find line {number} is not file:line: "
                                  f"{clipped(line)}", parser=self.name, at=number)
             rest = line[site.end():] if site.end() < len(line) else None
-            rows.append(Row(repo_path(line[:site.start()], self.name),
-                            untrusted.line_number(site[1], what="devscout line number"),
-                            reason(rest)))
-        return rows
+            yield Row(repo_path(line[:site.start()], self.name),
+                      untrusted.line_number(site[1], what="devscout line number"), reason(rest))
 
 
 PARSER = DevscoutParser()

@@ -4,9 +4,10 @@ for the arms that print rg's format: aider-repomap, ctags)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
-from orchestrator.parsers import (ParseError, Parsed, RANKED_KINDS, Row, check_kind, clipped,
-                                  count_calls, decode, reason, repo_path)
+from orchestrator.parsers import (ParseError, Parsed, RANKED_KINDS, Row, answer_rows, check_kind,
+                                  clipped, count_calls, lines, reason, repo_path)
 from orchestrator.untrusted import decode as untrusted
 
 # The first `:digits:` of a line ends its path; searched from the line's second character (a
@@ -49,21 +50,21 @@ class RgParser:
 
     def parse(self, stdout: bytes, stderr: bytes, kind: str) -> Parsed:
         check_kind(kind)
-        rows: list[Row] = []
-        for number, raw in enumerate(decode(stdout).split("\n"), 1):
-            line = raw.removesuffix("\r")
+        return Parsed(answer_rows(self._rows(stdout, kind), self.name), count_calls(stderr))
+
+    def _rows(self, stdout: bytes, kind: str) -> Iterator[Row]:
+        for number, line in lines(stdout, self.name):
             if not line:
                 continue
             if site := _RG_SITE.search(line, 1):
-                rows.append(Row(repo_path(line[:site.start()], self.name),
-                                untrusted.line_number(site[1], what="rg line number"),
-                                reason(line[site.end():])))
+                yield Row(repo_path(line[:site.start()], self.name),
+                          untrusted.line_number(site[1], what="rg line number"),
+                          reason(line[site.end():]))
             elif (kind in RANKED_KINDS and _rg_count(line)) or _rg_binary_notice(line):
                 continue
             else:
                 raise ParseError(f"{self.name}: line {number} is not path:line:text: "
                                  f"{clipped(line)}", parser=self.name, at=number)
-        return Parsed(tuple(rows), count_calls(stderr))
 
 
 PARSER = RgParser()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
-from orchestrator.parsers import (Parsed, Row, check_kind, count_calls, decode, json_values,
-                                  line_value, reason, repo_path, require)
+from orchestrator.parsers import (Parsed, Row, answer_rows, check_kind, count_calls, decode,
+                                  json_values, line_value, reason, repo_path, require)
 from orchestrator.untrusted import decode as untrusted
 
 _SERENA_MATCH = re.compile(r"  >\s*(?P<line>[0-9]+):(?P<text>.*)")
@@ -36,12 +37,15 @@ class SerenaParser:
         if not text.strip():
             return Parsed((), count_calls(stderr))
         if text.startswith(_SERENA_COUNTS):
-            rows = [Row(repo_path(path, self.name), None, None)
-                    for path in self._document(text[len(_SERENA_COUNTS):])]
-            return Parsed(tuple(rows), count_calls(stderr))
+            rows: Iterator[Row] = (Row(repo_path(path, self.name), None, None)
+                                   for path in self._document(text[len(_SERENA_COUNTS):]))
+        else:
+            rows = self._rows(text)
+        return Parsed(answer_rows(rows, self.name), count_calls(stderr))
+
+    def _rows(self, text: str) -> Iterator[Row]:
         short = text.startswith(_SERENA_NO_CONTEXT)
         doc = self._document(text[len(_SERENA_NO_CONTEXT):] if short else text)
-        rows = []
         for path, by_kind in doc.items():
             require(isinstance(by_kind, dict), self.name,
                     "symbol kinds mapped to referencing symbols", by_kind)
@@ -49,8 +53,7 @@ class SerenaParser:
                 require(isinstance(items, list), self.name, "a list of referencing symbols",
                         items)
                 for item in items:
-                    rows.append(self._row(repo_path(path, self.name), item, short))
-        return Parsed(tuple(rows), count_calls(stderr))
+                    yield self._row(repo_path(path, self.name), item, short)
 
     def _document(self, text: str) -> dict[str, Any]:
         docs = list(json_values(text, self.name))

@@ -10,6 +10,7 @@ from typing import Any
 
 from orchestrator.report import edges, grading, leaders, tables
 from orchestrator.score.environment import LABELS
+from orchestrator.score.listed import full_length
 from orchestrator.untrusted.text import markdown_cell, markdown_code, terminal
 from orchestrator.untrusted.text import markdown_code_span as code
 from orchestrator.untrusted.text import markdown_inline as md
@@ -85,7 +86,8 @@ def _task_section(scores: Mapping[str, Any], task_id: str) -> str:
             extra.append("missed: " + ", ".join(md(p) for p in grade["missed"]))
         if grade.get("outside"):
             extra.append("outside the truth: " + ", ".join(
-                md(p) for p in tables.shown(grade["outside"], 10)))
+                md(p) for p in tables.shown(grade["outside"], 10,
+                                            full_length(grade, "outside"))))
         for failure in (c["reach"] or {}).get("first_failures", [])[:1]:
             extra.append(f"first row that does not reach: #{md(failure['row'])} "
                          f"{md(failure['path'])}:{md(failure['line'])} "
@@ -114,9 +116,13 @@ def _edges(scores: Mapping[str, Any]) -> str:
         parts += [f"### {md(c['arm'])}: {md(c['task'])} ({md(c['verdict'])})",
                   md_table(edges.edge_figures(c))]
         detail = c["edges"]
-        listed = detail.get("non_matches") or detail.get("extra") or []
+        key = "non_matches" if detail.get("non_matches") else "extra"
+        listed = detail.get(key) or []
         if listed:
-            parts.append(f"First of {len(listed):,} non-matches (every one in scores.json):")
+            total = full_length(detail, key)
+            held = ("every one" if total == len(listed)
+                    else f"the first {len(listed):,}")
+            parts.append(f"First of {total:,} non-matches ({held} in scores.json):")
             parts.append(fenced(code_lines(" ".join(str(x) for x in row)
                                            for row in listed[:15])))
         if detail.get("missed"):
@@ -165,8 +171,10 @@ def _state_files(scores: Mapping[str, Any]) -> str:
         changes = [f"{md(c['status'])} {md(c['path'])}" for c in s["corpus_changes"]]
         lines = [f"- **{md(arm)}**: environment "
                  + ", ".join(f"{md(k)}={md(v)}" for k, v in env.items())]
-        lines += [f"  - state: {f}" for f in tables.shown(files)]
-        lines += [f"  - corpus copy: {c}" for c in tables.shown(changes)]
+        lines += [f"  - state: {f}"
+                  for f in tables.shown(files, total=full_length(s, "state_files"))]
+        lines += [f"  - corpus copy: {c}"
+                  for c in tables.shown(changes, total=full_length(s, "corpus_changes"))]
         lines += [f"  - {where} listing cut at its {md(c['guard'])} bound ({c['limit']:,}), "
                   f"first left out: {md(c['at'])}"
                   for where, cuts in s.get("listings_cut", {}).items() for c in cuts]

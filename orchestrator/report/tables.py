@@ -11,6 +11,7 @@ from typing import Any
 
 from orchestrator.kinds import ALL_KINDS
 from orchestrator.score.environment import baseline_gap
+from orchestrator.score.listed import full_length
 from orchestrator.score.timing import MIN_OUTLIER_SAMPLES
 
 Table = tuple[list[str], list[list[str]]]
@@ -390,8 +391,9 @@ def state(scores: Mapping[str, Any]) -> Table:
         if s is None:
             rows.append([arm, NA, NA, NA, NA, NA])
             continue
-        rows.append([arm, s["state_dir"], str(len(s["state_files"])), integer(s["state_bytes"]),
-                     str(len(s["corpus_changes"])), integer(s["corpus_added_bytes"])])
+        rows.append([arm, s["state_dir"], str(full_length(s, "state_files")),
+                     integer(s["state_bytes"]), str(full_length(s, "corpus_changes")),
+                     integer(s["corpus_added_bytes"])])
     return columns, rows
 
 
@@ -423,6 +425,10 @@ def terminal_scorecard(scores: Mapping[str, Any]) -> list[dict[str, str]]:
             for row in scorecard(scores)[1]]
 
 
-def shown(values: Sequence[str], limit: int = 20) -> list[str]:
-    return list(values[:limit]) + ([f"... {len(values) - limit} more (scores.json)"]
-                                   if len(values) > limit else [])
+def shown(values: Sequence[str], limit: int = 20, total: int | None = None) -> list[str]:
+    """The first `limit` of a list, and how many more there are of its `total` (its length
+    unless scores.json holds only its first ones: `listed`), and where they are."""
+    total = len(values) if total is None else total
+    head = list(values[:limit])
+    where = "scores.json" if total == len(values) else f"the first {len(values):,} in scores.json"
+    return head + ([f"... {total - len(head):,} more ({where})"] if total > len(head) else [])

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol
 
+from orchestrator.score import listed
 from orchestrator.score.numbers import at_least, r6, ratio
 from orchestrator.suite import GradingRules, Suite, Task
 from orchestrator.untrusted.strings import original, portable
@@ -56,11 +57,13 @@ class Grade:
     notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "recall": r6(self.recall),
-                "precision": r6(self.precision), "answer": list(self.answer),
-                "files_named": self.files_named, "hits": list(self.hits),
-                "missed": list(self.missed), "outside": list(self.outside),
-                "notes": list(self.notes)}
+        """As scores.json holds it: the tool-derived lists (answer, outside) capped
+        (`listed`); hits and missed are part of the sealed truth."""
+        entry = {"verdict": self.verdict, "recall": r6(self.recall),
+                 "precision": r6(self.precision), "answer": [],
+                 "files_named": self.files_named, "hits": list(self.hits),
+                 "missed": list(self.missed), "outside": [], "notes": list(self.notes)}
+        return listed.with_lists(entry, {"answer": self.answer, "outside": self.outside})
 
 
 def normalise(path: str) -> str:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, NamedTuple, Protocol
 
+from orchestrator.score import listed
 from orchestrator.score.numbers import r6, ratio
 
 CALL_CONTEXTS = ("plain", "macro-argument")
@@ -202,10 +203,11 @@ def grade_calls(truth: EdgeTruth, edges: Sequence[EdgeLike], bands: dict[str, fl
         "in_unindexed_fns": len(inactive),
         "verdicts": {k: verdicts[k] for k in ("match", "wrong-target", "unconfirmed",
                                               "unresolved")},
-        "non_matches": non_matches,
+        "non_matches": [],
         "missed": [list(m) for m in missed],
         "site_classes": site_classes(truth),
     }
+    listed.with_lists(detail, {"non_matches": non_matches})
     notes = (f"population {len(population)} oracle path calls, {sum(matched.values())} "
              f"matched", f"{len(claimed)} arm call edges in the universe name a target file: "
              f"{verdicts['match']} match, {verdicts['wrong-target']} wrong-target, "
@@ -244,18 +246,19 @@ def grade_tests(truth: EdgeTruth, edges: Sequence[EdgeLike], bands: dict[str, fl
     scan = {(t.file, t.name) for t in truth.tests if t.active}
     arm_tests = {(e.source[0], e.source[1]) for e in kept}
 
-    def listed(pairs: set[tuple[Any, ...]]) -> list[list[Any]]:
+    def in_order(pairs: set[tuple[Any, ...]]) -> list[list[Any]]:
         return [list(p) for p in sorted(pairs, key=lambda p: tuple(str(x) for x in p))]
 
     detail = {
         "oracle_pairs": len(oracle), "arm_pairs": len(arm), "matched": len(hits),
         "arm_edges": len(edges), "unresolved": unresolved,
         "in_unindexed_tests": sum(1 for e in edges if (e.source[0], e.source[1]) in off),
-        "tests": {"scan": len(scan), "scan_inactive": len(off), "arm": len(arm_tests),
-                  "both": len(scan & arm_tests),
-                  "arm_only": listed(arm_tests - scan)},
-        "missed": listed(oracle - arm), "extra": listed(arm - oracle),
+        "tests": listed.with_lists({"scan": len(scan), "scan_inactive": len(off),
+                                    "arm": len(arm_tests), "both": len(scan & arm_tests),
+                                    "arm_only": []}, {"arm_only": in_order(arm_tests - scan)}),
+        "missed": in_order(oracle - arm), "extra": [],
     }
+    listed.with_lists(detail, {"extra": in_order(arm - oracle)})
     notes = (f"{len(oracle)} oracle pairs from {len(scan)} tests, {len(arm)} arm pairs, "
              f"{len(hits)} in both", f"{unresolved} arm test edges name no target file "
              "(outside precision)")

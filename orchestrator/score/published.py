@@ -9,6 +9,7 @@ paths had: the same tool on the same corpus then prints the same bytes wherever 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,16 +25,23 @@ DEFINITION = ("a task's [published.ARM] figures compared with that cell here: li
               "the digits the publication printed; difference = here - published")
 
 
-def swap_prefix(stdout: bytes, prefix: str) -> bytes:
-    """The output as it would read with the publication's path prefix instead of /corpus/."""
-    mount = correctness.CORPUS_MOUNT.encode()
-    new = prefix.encode("utf-8")
-    return b"".join(new + line[len(mount):] if line.startswith(mount) else line
-                    for line in stdout.splitlines(keepends=True))
+# The corpus mount where a line starts, as bytes.splitlines() splits lines (after \n or \r).
+_MOUNT_AT_LINE_START = re.compile(rb"(?<![^\r\n])" + re.escape(correctness.CORPUS_MOUNT.encode()))
 
 
-def count_lines(data: bytes) -> int:
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+def swapped_figures(stdout: bytes, prefix: str) -> tuple[int, int]:
+    """The lines and bytes the output would have with the publication's prefix instead of
+    /corpus/ at the start of each line, counted where the mount is found (one search), never
+    by building the swapped copy or a list of its lines: lines are newline-ended, a last line
+    without one counted."""
+    mount, new = correctness.CORPUS_MOUNT.encode(), prefix.encode("utf-8")
+    swaps = sum(1 for _ in _MOUNT_AT_LINE_START.finditer(stdout))
+    size = len(stdout) + swaps * (len(new) - len(mount))
+    newlines = stdout.count(b"\n") + swaps * new.count(b"\n")
+    last = stdout[-1:]
+    if stdout.endswith(mount) and _MOUNT_AT_LINE_START.match(stdout, len(stdout) - len(mount)):
+        last = new[-1:] or stdout[-len(mount) - 1:-len(mount)]  # the last line is the mount
+    return newlines + (1 if size and last != b"\n" else 0), size
 
 
 def _figure(name: str, published: Any, here: Any, reproduced: bool | None,
@@ -65,11 +73,12 @@ def compare(published: Published, task: Task, cell: Mapping[str, Any],
     """One cell's published figures against its figures here (`stdout`: the cold rep's, None
     when the cell has none: not attempted, unscored)."""
     graded = cell["verdict"] in correctness.VERDICTS
-    swapped = None if stdout is None else swap_prefix(stdout, published.path_prefix)
+    lines, size = (None, None) if stdout is None else swapped_figures(stdout,
+                                                                      published.path_prefix)
     grade = cell["grade"] or {}
     figures = [
-        _count("lines", published.lines, None if swapped is None else count_lines(swapped)),
-        _count("bytes", published.bytes, None if swapped is None else len(swapped)),
+        _count("lines", published.lines, lines),
+        _count("bytes", published.bytes, size),
         _figure("grade", published.grade, cell["verdict"], cell["verdict"] == published.grade,
                 None if cell["verdict"] == published.grade else
                 f"{cell['verdict']} here, {published.grade} published")]

@@ -53,29 +53,34 @@ def row_problems(row: RowLike, index: LineIndex) -> tuple[list[str], bool]:
 
 
 def task_reach(rows: Sequence[RowLike], index: LineIndex) -> dict[str, Any]:
+    """One answer's reach; only the first SHOWN_FAILURES failing rows are kept, the rest
+    counted."""
     failing: list[dict[str, Any]] = []
+    failing_rows = 0
     counts: dict[str, int] = {}
     unverified = 0
     for number, row in enumerate(rows, start=1):
         problems, unchecked = row_problems(row, index)
         if problems:
-            failing.append({"row": number, "path": row.path, "line": row.line,
-                            "problems": problems})
+            failing_rows += 1
+            if len(failing) < SHOWN_FAILURES:
+                failing.append({"row": number, "path": row.path, "line": row.line,
+                                "problems": problems})
             for problem in problems:
                 key = problem.split(" (")[0]
                 counts[key] = counts.get(key, 0) + 1
         unverified += unchecked
     if not rows:
         status = "empty"
-    elif failing:
+    elif failing_rows:
         status = "fails"
     elif unverified:
         status = "unverifiable"
     else:
         status = "reaches"
-    return {"status": status, "rows": len(rows), "failing_rows": len(failing),
+    return {"status": status, "rows": len(rows), "failing_rows": failing_rows,
             "unverifiable_rows": unverified, "problems": dict(sorted(counts.items())),
-            "first_failures": failing[:SHOWN_FAILURES]}
+            "first_failures": failing}
 
 
 DEFINITION = ("a row reaches when it has a repo-relative path tracked at the pin, a 1-based "

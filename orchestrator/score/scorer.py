@@ -33,7 +33,7 @@ from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.run_document import RunDoc
 from orchestrator.score import (bands, cell, correctness, cost, edges, environment, leaders,
-                                published, reach, setup, timing)
+                                listed, published, reach, setup, timing)
 from orchestrator.score.inputs import RunInputs, load
 from orchestrator.score.numbers import r6
 from orchestrator.suite import Suite
@@ -123,18 +123,22 @@ def _state(inputs: RunInputs) -> dict[str, Any]:
         if data is None:
             out[arm.name] = None
             continue
-        out[arm.name] = {
+        entry: dict[str, Any] = {
             "state_dir": f"bench/runs/{run_id}/work/{arm.name}/state/",
             "corpus_dir": f"bench/runs/{run_id}/work/{arm.name}/corpus/",
-            "state_files": [[str(p), int(s)] for p, s in data["state_files"]],
+            "state_files": [],
             "state_bytes": data["state_bytes"],
-            "corpus_changes": data["corpus_changes"],
+            "corpus_changes": [],
             "corpus_added_bytes": data["corpus_added_bytes"],
             # Where a listing of the arm's files stopped at a walk's bound (a run before the
             # bounds recorded none).
             "listings_cut": {where: data[f"{where}_cut"] for where in ("corpus", "state", "out")
                              if data.get(f"{where}_cut")},
         }
+        # The arm's listings are as long as what it wrote: scores.json keeps their first items.
+        out[arm.name] = listed.with_lists(entry, {"state_files": data["state_files"],
+                                                  "corpus_changes": data["corpus_changes"]})
+        entry["state_files"] = [[str(p), int(s)] for p, s in entry["state_files"]]
     return out
 
 

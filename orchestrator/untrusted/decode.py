@@ -12,12 +12,15 @@ its own past 4,300). So before `json` sees a text:
   brackets left),
   and refused past `limits.JSON_MAX_DEPTH`: the recursive decoder then stays far from the
   interpreter's recursion limit, whoever calls it;
+- the same scan counts its items (arrays, objects, separating commas) for a caller that
+  bounds them (an answer: `limits.ANSWER_MAX_JSON_ITEMS`), so a text of a million tiny
+  values is refused before Python builds one;
 - every number is handed to a hook that refuses it past `limits.NUMBER_MAX_CHARS` before it
   is converted, and NaN and Infinity (not JSON) are refused.
 
 Every refusal is a `HostileInput` whose kind says which guard refused it (`too-large`,
-`too-deep`, `bad-number`, `not-json`, `not-utf8`, `duplicate-key`, `bad-line`,
-`bad-path`), and whose message
+`too-deep`, `too-many-items`, `bad-number`, `not-json`, `not-utf8`, `duplicate-key`,
+`bad-line`, `bad-path`), and whose message
 names what was read, the guard, and the value found (clipped): the caller makes it that
 cell's, that session's or that oracle's failure, never the run's.
 """
@@ -34,12 +37,12 @@ from typing import Any
 from orchestrator.untrusted import limits
 from orchestrator.untrusted.errors import HostileInput
 
-# A JSON string from its opening quote to its closing one (or the end of the text), once its
-# escaped backslashes and quotes are gone: a run of one character class, so a scan never
-# backtracks, keeps no state per character and never starts again inside a string.
-_STRING = re.compile(r'"[^"]*(?:"|\Z)')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+# Every byte but a quote, a bracket or a comma: deleted (bytes.translate) before the strings
+# are, so what the string scan reads is structure alone.
+_NOT_STRUCTURE = bytes(set(range(256)) - set(b'"[]{},'))
+# Bytes of that structure split at quotes at once: the pieces of one chunk are all that exist.
+_CHUNK = 1 << 16
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 _SPACE = re.compile(r"\s*")
 # A parsed value quoted in a message: a few levels and items of it, never all of it.
 _REPR = reprlib.Repr()
@@ -60,15 +63,39 @@ def clip(text: object, limit: int = limits.EXCERPT_CHARS) -> str:
     return f"{shown[:limit]}... ({len(text):,} characters)"
 
 
+def _structure(text: str) -> bytes:
+    """`text`'s brackets and commas outside its strings, in order, by passes in C linear in
+    its length that copy nothing per string: no character but ASCII is JSON structure, so
+    every other becomes `?` (never a backslash or a quote, as it was not), escapes go, then
+    everything but quotes, brackets and commas, then the strings."""
+    ascii_only = text.encode("ascii", "replace")
+    # Escapes pair left to right, as json reads them: `\\` first, then every `\"` left is an
+    # escaped quote. A backslash outside a string is where json stops reading.
+    unescaped = ascii_only.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return _outside_strings(unescaped.translate(None, _NOT_STRUCTURE))
+
+
+def _outside_strings(marks: bytes) -> bytes:
+    """`marks` (quotes, brackets and commas) without its strings: what lies between an odd
+    quote and the next one (or the end) goes, the quotes with it."""
+    kept, inside = [], False
+    for start in range(0, len(marks), _CHUNK):
+        pieces = marks[start:start + _CHUNK].split(b'"')
+        kept.append(b"".join(pieces[inside::2]))
+        inside ^= len(pieces) % 2 == 0
+    return b"".join(kept)
+
+
+def _depth(structure: bytes) -> int:
+    brackets = structure.replace(b",", b"")
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+
+
 def nesting(text: str) -> int:
     """The deepest nesting of arrays and objects in `text` outside its strings, by a scan
     linear in its length. An upper bound of what `json` reaches on it: a closing bracket
     where nothing is open ends what `json` reads, so counting on past it only overstates."""
-    # Escapes pair left to right, as json reads them: `\\` first, then every `\"` left is an
-    # escaped quote. A backslash outside a string is where json stops reading.
-    unescaped = text.replace("\\\\", "").replace('\\"', "")
-    structure = _NOT_BRACKET.sub("", _STRING.sub("", unescaped))
-    return max(accumulate(map(_STEP.__getitem__, structure)), default=0)
+    return _depth(_structure(text))
 
 
 def _number(text: str, convert: type) -> Any:
@@ -120,12 +147,27 @@ def _text(data: bytes | str, what: str) -> str:
                            at=exc.start) from None
 
 
-def _check_depth(text: str, what: str) -> None:
-    depth = nesting(text)
+def _too_many_items(found: int, limit: int, what: str) -> HostileInput:
+    return HostileInput("too-many-items", f"{what}: more than {limit:,} JSON items (arrays, "
+                        f"objects, separating commas and top-level values), the limit of one "
+                        f"text; {found:,} counted before decoding stopped", what=what,
+                        found=found, limit=limit)
+
+
+def _check_structure(text: str, what: str, max_items: int | None = None) -> int:
+    """Refuse `text` past the nesting bound, or (with `max_items`) past that many items
+    (arrays, objects and commas outside strings), before any value is built; the items
+    counted."""
+    structure = _structure(text)
+    items = len(structure) - structure.count(b"]") - structure.count(b"}")
+    if max_items is not None and items > max_items:  # before the depth, whose sum is Python's
+        raise _too_many_items(items, max_items, what)
+    depth = _depth(structure)
     if depth > limits.JSON_MAX_DEPTH:
         raise HostileInput("too-deep", f"{what}: JSON nested {depth:,} levels deep, over the "
                            f"limit of {limits.JSON_MAX_DEPTH}", what=what, found=depth,
                            limit=limits.JSON_MAX_DEPTH)
+    return items
 
 
 def _not_json(exc: json.JSONDecodeError, what: str) -> HostileInput:
@@ -150,7 +192,7 @@ def loads(data: bytes | str, *, what: str, unique_keys: bool = False) -> Any:
     error ("code-review-graph stdout", "MCP frame", "result frame"). With `unique_keys` an
     object that names a key twice is refused (`duplicate-key`)."""
     text = _text(data, what)
-    _check_depth(text, what)
+    _check_structure(text, what)
     decoder = _STRICT if unique_keys else _DECODER
     try:
         value, end = decoder.raw_decode(text, _past_space(text, 0))
@@ -165,17 +207,22 @@ def loads(data: bytes | str, *, what: str, unique_keys: bool = False) -> Any:
     return value
 
 
-def json_values(data: bytes | str, *, what: str) -> Iterator[Any]:
+def json_values(data: bytes | str, *, what: str, max_items: int | None = None
+                ) -> Iterator[Any]:
     """Every JSON value of a stream, one after another (pretty-printed documents back to
-    back, or one per line); the whole stream is bounded before the first is decoded, and a
-    HostileInput is raised at the first thing that is not JSON."""
+    back, or one per line); the whole stream is bounded before the first is decoded (with
+    `max_items`, its items too: `too-many-items`, its top-level values counted as they
+    come), and a HostileInput is raised at the first thing that is not JSON."""
     text = _text(data, what)
-    _check_depth(text, what)
+    items = _check_structure(text, what, max_items)
     index, end = 0, len(text)
     while True:
         index = _past_space(text, index)
         if index == end:
             return
+        items += 1
+        if max_items is not None and items > max_items:
+            raise _too_many_items(items, max_items, what)
         try:
             value, index = _DECODER.raw_decode(text, index)
         except json.JSONDecodeError as exc:

@@ -56,6 +56,49 @@ PATH_MAX_CHARS = 4096
 # recognise it, never the whole of a 64 MiB stream.
 EXCERPT_CHARS = 200
 
+# -- answers: what the host builds from one answer (parsers/, score/) -------------------------
+# An answer is one rep's stdout (at most the exec's 64 MiB stream cap). The largest honest
+# answer of the demo's recorded run (tests/golden/demo-run) has 86 rows, 881 lines and 1,330
+# JSON items (a JSON node of 10 fields is 11 items); the largest registered corpus (csharp) has
+# 5,849 files. A parser reads an answer up to these bounds and stops at the first thing past
+# one: the cell is then `parse-error` naming the guard (`too-many-rows`, `too-many-lines`,
+# `too-many-items`), graded `wrong` with recall 0 like any answer the host cannot read whole.
+# It is never graded on a cut: a cut would make a flood look precise (precision counts every
+# file an answer names, and an impact answer over its cap is wrong whatever it names). Only
+# that arm's bytes decide it, and the same bytes always do.
+
+# Rows one answer is read to: 1,000x the largest honest answer measured (86), 17x the files of
+# the largest corpus (an honest answer names few files more than once or twice).
+ANSWER_MAX_ROWS = 100_000
+# Lines of a text answer read, rows or not (blank lines, rg's count lines and binary notices,
+# devscout's trailers): twice the row budget, for the lines a format prints beside its rows.
+ANSWER_MAX_LINES = 2 * ANSWER_MAX_ROWS
+# Items of one answer's JSON: its arrays, objects and separating commas outside strings
+# (counted by the linear scan that measures nesting, before Python's decoder builds a value)
+# and its top-level values; a value count is at most twice it. 750x the largest honest
+# answer's (1,330), the row budget's worth of 10-field nodes.
+ANSWER_MAX_JSON_ITEMS = 1_000_000
+# What one answer may then cost `sandbench score`, whatever it holds: its bytes read once,
+# digested and decoded (a line at a time for a text format), at most ANSWER_MAX_ROWS rows (a
+# Row is ~300 bytes beside its path and reason, which are the answer's own characters), or one
+# JSON text of at most ANSWER_MAX_JSON_ITEMS items decoded. Measured on 64 MiB answers on the
+# shared 2-core machine: 1.55 M distinct rg rows, 100 MB and 2.5 s; JSON of 146,000 matches of
+# 400-byte lines (880,000 items, decoded, then refused for its rows), 320 MB and 4.4 s; JSON of
+# 22 M items (refused by the scan), 340 MB and 1.5 s. The process's peak memory stays under
+# ANSWER_BUDGET_MIB whatever one answer holds, and one answer adds at most ANSWER_BUDGET_S
+# seconds (a cell parses each distinct rep's answer once).
+ANSWER_BUDGET_MIB = 512
+ANSWER_BUDGET_S = 10.0
+
+# -- documents: tool-derived lists copied into scores.json and the results documents -------
+# Items of one tool-derived list a document holds (an answer's files, its files outside the
+# truth, an edge cell's non-matches, a listing of /state or of corpus changes): past it the
+# first ones in the list's own order are kept and the document records how many there were
+# (`lists_cut`). Every count, recall and precision is computed over the whole list first. An
+# honest answer names at most a few hundred files; 1,000 paths of at most 4,096 bytes keep
+# one list under 4 MiB, one cell's lists under 12 MiB.
+DOCUMENT_LIST_MAX_ITEMS = 1_000
+
 # -- text shown to a person: Markdown, terminal (text.py) --------------------------------------
 
 # One tool-derived field on a terminal (a path, a version, a found value in an error): past

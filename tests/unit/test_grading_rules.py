@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import random
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -207,12 +208,37 @@ def test_published_figures_load_with_their_printed_digits(tmp_path: Path) -> Non
 
 # -- the published comparison -------------------------------------------------------------------
 
+def _swapped(stdout: bytes, prefix: str) -> bytes:
+    """The output with the prefix swapped in, built: what swapped_figures counts."""
+    return b"".join(prefix.encode() + line[len(b"/corpus/"):] if line.startswith(b"/corpus/")
+                    else line for line in stdout.splitlines(keepends=True))
+
+
+def _figures(data: bytes) -> tuple[int, int]:
+    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    return lines, len(data)
+
+
 def test_the_corpus_mount_is_swapped_at_line_starts_only() -> None:
     out = b"/corpus/src/a.cs:1:x /corpus/y\n/corpus/b.cs\nno/corpus/c\n/corpusx\n"
-    assert published.swap_prefix(out, "bench/c/") == \
+    assert _swapped(out, "bench/c/") == \
         b"bench/c/src/a.cs:1:x /corpus/y\nbench/c/b.cs\nno/corpus/c\n/corpusx\n"
-    assert published.count_lines(b"a\nb") == 2 and published.count_lines(b"") == 0
-    assert published.count_lines(b"a\n") == 1
+    assert published.swapped_figures(out, "bench/c/") == _figures(_swapped(out, "bench/c/"))
+    assert published.swapped_figures(b"a\nb", "p/") == (2, 3)
+    assert published.swapped_figures(b"", "p/") == (0, 0)
+    assert published.swapped_figures(b"a\n", "p/") == (1, 2)
+
+
+def test_the_swapped_figures_are_those_of_the_swapped_output() -> None:
+    """Counted without building the swapped copy, on every shape of line break, a last line
+    that is the mount itself, and prefixes that are empty or hold a newline."""
+    rng = random.Random(7)
+    parts = [b"/corpus/", b"a", b"\n", b"\r", b"\r\n", b"/corpus", b"x/"]
+    for _ in range(20_000):
+        out = b"".join(rng.choice(parts) for _ in range(rng.randint(0, 8)))
+        for prefix in ("p/", "", "a\n", "\n"):
+            assert published.swapped_figures(out, prefix) == \
+                _figures(_swapped(out, prefix)), (out, prefix)
 
 
 def _fig(**kw: Any) -> Published:
@@ -224,7 +250,7 @@ def _fig(**kw: Any) -> Published:
 
 def test_published_figures_reproduced_and_their_differences() -> None:
     out = b"/corpus/src/a.cs\n/corpus/src/b.cs\n"
-    here = len(published.swap_prefix(out, "p/"))
+    here = len(_swapped(out, "p/"))
     task = a_task("impact", {"graded": ["src/a.cs", "src/b.cs"]})
     cell_ = {"arm": "rg", "task": "t", "verdict": "partial", "flags": [],
              "grade": {"recall": 1.0, "precision": 0.050955}}

@@ -28,7 +28,7 @@ from orchestrator import execproto, mcp, parsers
 from orchestrator.parsers._shapes import Shape, parse_output
 from orchestrator.parsers.aider_repomap import BANNERS
 from orchestrator.oracle import rust_sites, scip
-from orchestrator.score import environment
+from orchestrator.score import environment, published
 from orchestrator.untrusted import decode, strings, text
 from orchestrator.untrusted.errors import HostileInput
 from tests.unit.test_oracle_truth import _varint, document, index, occurrence
@@ -224,6 +224,12 @@ CASES = [
          shaped(Shape(output="file-list", sections="----"))),
     Case("parse_output", "call lines",
          lambda n: _b(_repeat("sandbench-call: rg -l x\n", n)), shaped(Shape(script=True), True)),
+    Case("parse_output", "call lines after carriage returns",
+         lambda n: _b(_repeat("\rsandbench-call:", n)), shaped(Shape(script=True), True)),
+    Case("parse_output", "near call lines", lambda n: _b(_repeat("\rsandbench-call", n)),
+         shaped(Shape(script=True), True)),
+    Case("parse_output", "separator prefixes", lambda n: _b(_repeat("\n---", n)),
+         shaped(Shape(output="file-list", sections="----"))),
     # -- ast-grep ----------------------------------------------------------------------------
     Case("ast-grep", "deep nesting", DEEP, parse("ast-grep")),
     Case("ast-grep", "escaped quotes", ESCAPES, parse("ast-grep")),
@@ -280,6 +286,12 @@ CASES = [
          lambda t: _quiet(lambda: list(decode.json_values(t, what="t"))), MIB // 4),
     Case("decode.json_values", "blank stream", lambda n: " " * n,
          lambda t: _quiet(lambda: list(decode.json_values(t, what="t")))),
+    Case("decode.json_values", "structure inside strings", lambda n: _repeat('",[{"', n, "["),
+         lambda t: _quiet(lambda: list(decode.json_values(t, what="t", max_items=1000)))),
+    Case("decode.json_values", "many empty items", lambda n: _repeat("[],", n, "["),
+         lambda t: _quiet(lambda: list(decode.json_values(t, what="t", max_items=1000)))),
+    Case("decode.json_values", "non-ASCII strings", lambda n: _repeat('"\U0001f600",', n, "["),
+         lambda t: _quiet(lambda: list(decode.json_values(t, what="t", max_items=1000)))),
     # -- MCP transcripts and frames -----------------------------------------------------------
     Case("mcp.read_transcript", "deep frame", lambda n: _transcript(["[" * n]),
          mcp.read_transcript),
@@ -312,6 +324,11 @@ CASES = [
          MIB // 16),
     Case("oracle.rust_sites", "open delimiters", lambda n: _repeat("m!(#[", n), _rust,
          MIB // 16),
+    # -- the scorer's published comparison ------------------------------------------------------
+    Case("score.published.swapped_figures", "mount lines", lambda n: _b(_repeat("/corpus/a\n", n)),
+         lambda t: published.swapped_figures(t, "p/")),
+    Case("score.published.swapped_figures", "carriage returns",
+         lambda n: _b(_repeat("\r/corpus", n)), lambda t: published.swapped_figures(t, "p/")),
     # -- the scorer's disclosure of paths -------------------------------------------------------
     Case("score.environment.bench_roots", "slashes", lambda n: {"run_id": "r", "x": "/" * n},
          environment.bench_roots),
