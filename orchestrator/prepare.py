@@ -93,9 +93,10 @@ class Prepared:
     refused: str | None
     exits: ExitStack
 
-    def snapshot(self, name: str) -> corpus.Snapshot:
-        """The arm's file system `name` as it is now, where it lives."""
-        return _portable(self.place.snapshot(name))
+    def snapshot(self, name: str, budget: walk.Budget) -> corpus.Snapshot:
+        """The arm's file system `name` as it is now, where it lives, spending from the
+        arm's `budget`."""
+        return _portable(self.place.snapshot(name, budget))
 
 
 def prepare_arms(r: _Run) -> list[Prepared]:
@@ -176,7 +177,9 @@ def _portable(snap: corpus.Snapshot) -> corpus.Snapshot:
     """Paths as JSON can hold them: a name that is not UTF-8 (a tool may write one) keeps
     its undecodable bytes as \\xNN escapes, the same way on every side of a comparison."""
     return corpus.Snapshot({os.fsencode(p).decode("utf-8", "backslashreplace"): e
-                            for p, e in snap.entries.items()}, snap.cuts)
+                            for p, e in snap.entries.items()}, snap.cuts,
+                           frozenset(os.fsencode(p).decode("utf-8", "backslashreplace")
+                                     for p in snap.repeats))
 
 
 def _load_snapshot(path: Path) -> corpus.Snapshot:

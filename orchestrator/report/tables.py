@@ -390,8 +390,9 @@ def state(scores: Mapping[str, Any]) -> Table:
         if s is None:
             rows.append([arm, NA, NA, NA, NA, NA])
             continue
-        rows.append([arm, s["state_dir"], str(len(s["state_files"])), integer(s["state_bytes"]),
-                     str(len(s["corpus_changes"])), integer(s["corpus_added_bytes"])])
+        rows.append([arm, s["state_dir"], integer(listed(s, "state_files")),
+                     integer(s["state_bytes"]), integer(listed(s, "corpus_changes")),
+                     integer(s["corpus_added_bytes"])])
     return columns, rows
 
 
@@ -421,6 +422,11 @@ def terminal_scorecard(scores: Mapping[str, Any]) -> list[dict[str, str]]:
     a terminal reader needs no legend to tell the counts apart."""
     return [dict(zip(TERMINAL_SCORECARD_COLUMNS, row, strict=True))
             for row in scorecard(scores)[1]]
+
+
+def listed(state: Mapping[str, Any], key: str) -> int:
+    """How many names a state list had: those it holds and those it left out."""
+    return len(state[key]) + int((state.get(f"{key}_omitted") or {}).get("count", 0))
 
 
 def shown(values: Sequence[str], limit: int = 20) -> list[str]:
