@@ -94,7 +94,7 @@ def disclose(path: Path, before: corpus.Snapshot,
     complete) beside it; returns the document."""
     budget = walk.Budget()
     doc: dict[str, Any] = {"sparse_files": {}}
-    for where in ("state", "out", "corpus"):  # the corpus last: `before` is compared with it
+    for where in ("corpus", "state", "out"):  # the tamper comparison first, in the budget
         snap = snapshot(where, budget)
         if where == "corpus":
             _changes(before, snap, doc)
