@@ -23,27 +23,31 @@ PATH_MAX_BYTES = 4096
 # Levels below the root a listing descends: a real tree (a node_modules, a .git) is under 40
 # deep; 256 levels keep at most ~514 descriptors open.
 WALK_MAX_DEPTH = 256
-# Entries one listing holds: 2x the largest registered corpus copy with its .git (~450,000);
-# ~300 MB of host memory at most.
+# Entries one listing holds: 2x the largest registered corpus copy with its .git (~450,000).
+# With the name cap below, one listing holds at most ~600 MiB (measured: 1,000,000 entries of
+# 251-byte names, the whole state.json written, peaked at 456 MiB), and an arm's listings are
+# held one at a time: that is the host memory per arm, beside its corpus-before snapshot.
 WALK_MAX_ENTRIES = 1_000_000
 # Bytes of relative names one listing holds: 256 bytes on average for the entry cap, where a
 # real tree averages under 80.
 WALK_MAX_PATH_BYTES = 256 << 20
 # Bytes an arm's listings read to digest files (allocated extents only, so holes cost
 # nothing; a file with several names is read once): 16x the file systems an arm is given by
-# default (4 GiB of /state, 1 GiB of /out, a corpus copy under 2 GiB), ~2 minutes of sha256 on
-# one core of the shared machine (0.6 GB/s).
+# default (4 GiB of /state, 1 GiB of /out, a corpus copy under 2 GiB), 2-5 minutes of sha256
+# on one core of the shared machine (0.2-0.6 GB/s measured, by load): the deadline's order.
 WALK_MAX_READ_BYTES = 64 << 30
 # SEEK_DATA/SEEK_HOLE calls an arm's listings make over files with holes (two per extent),
 # paid before each call: one file of 100,000 one-block extents hard-linked 65,000 times cost
 # 6.5 G calls (~3.4 hours) when every name was enumerated. An honest sparse file (a database,
-# a preallocated index) has a few thousand extents; 4 M steps take ~4 s (about 1 us a step
-# measured on ext4 here) and are 2x every one-block extent a default 4 GiB /state can hold.
+# a preallocated index) has a few thousand extents; 4 M steps take 4-16 s (1-4 us a step
+# measured on ext4 here, by load) and are 4x every one-block extent (a block, then a hole) a
+# default 4 GiB /state can hold.
 WALK_MAX_EXTENT_STEPS = 4_000_000
 # Seconds the host spends on one arm's listings, from the first to the last, checked per
-# entry, per extent step and per 1 MiB read: a listing past it stops, cut `time`. The largest
-# registered corpus copy with its .git (~450,000 entries) plus a full default /state are
-# listed and digested in under 40 s here; past 300 s the next arm's sandbox would sit idle.
+# entry, per extent step and per 1 MiB read: a listing past it stops, cut `time`. 1,000,000
+# entries of 251-byte names were listed in 76 s on the loaded 2-core machine, so the largest
+# registered corpus copy with its .git (~450,000 entries) takes ~35 s plus its bytes' sha256:
+# 300 s is ~4x an honest arm's listings, and bounds how long the next arm's sandbox sits idle.
 WALK_MAX_SECONDS = 300
 
 # -- what the run's documents hold of an arm's files (orchestrator/disclosure.py) -------------

@@ -36,8 +36,9 @@ EXTENTS, LINKS = 100_000, 64_999
 NAMES = 1_000_000
 EXTENT_STEPS = 20_000  # the budget in this test: 10 % of the file's 200,000 steps
 SLOW_SECONDS = 2  # the budget of the time test: rg's listings take a fraction of it
-# The orchestrator's peak for the whole run (rg, the two hostile arms, rg-late), measured at
-# ~560 MiB: the bound the README states for one arm's listings plus the process's own.
+# The orchestrator's peak for the whole run (rg, the two hostile arms, rg-late, jobs 1): the
+# README's ~600 MiB for one arm's listings plus the process's own (`sandbench run` of the names
+# arm alone peaked at 406 MiB, /usr/bin/time -v; main's code at 845 MiB).
 PEAK_RSS_MIB = 1024
 # Documents: 7 lists of at most 10,000 names; these names are 17-21 bytes.
 STATE_JSON_MAX_BYTES = 4 << 20
