@@ -66,12 +66,25 @@ def sync_filesystem(path: Path) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    """`text` as UTF-8. Every tool string reaching a document is portable already
+    (`untrusted.strings`); should a lone surrogate slip through anyway, it is written as its
+    `\\udcNN` escape rather than fail the write (no document write may fail on tool bytes)."""
+    atomic_write_bytes(path, text.encode("utf-8", "backslashreplace"))
+
+
+# A lone surrogate (U+D800..U+DFFF): UTF-8 cannot encode one.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def canonical_json(obj: Any) -> str:
-    """The one JSON spelling used for every file sandbench writes: sorted, indented, newline."""
-    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """The one JSON spelling used for every file sandbench writes: sorted, indented, newline.
+    Always encodable: a lone surrogate, which can only stand inside a JSON string, is spelled
+    as its JSON escape, which reads back as the same string (a backstop: tool strings are made
+    portable where they are read)."""
+    text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    return text
 
 
 def atomic_write_json(path: Path, obj: Any, *, durable: bool = True) -> None:

@@ -22,6 +22,7 @@ from orchestrator import log
 from orchestrator.corpus.git import GIT_DIR, Git, clean_git
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import canonical_json
+from orchestrator.untrusted.strings import portable
 
 PIN_LINES = "pin-lines.json"
 PIN_LINES_SCHEMA = "sandbench.pin-lines/1"
@@ -122,7 +123,8 @@ def index_from_pristine(pristine: Path, sha: str) -> dict[str, int]:
             if blobs:
                 contents = _read_objects(git, git_dir, sorted({oid for _, oid in blobs}))
                 for path, oid in blobs:
-                    files[path] = line_count(contents[oid][1])
+                    # keyed as an answer's path is (the one rule for names, injective)
+                    files[portable(path)] = line_count(contents[oid][1])
             level = below
     return dict(sorted(files.items()))
 

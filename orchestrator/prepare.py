@@ -10,7 +10,6 @@ of what it wrote come from there, whichever host that is.
 from __future__ import annotations
 
 import dataclasses
-import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from orchestrator.run_document import SETUP_CELL
 from orchestrator.sandbox_spec import default_user
 from orchestrator.transcripts import RECORD_NAME, read_record
 from orchestrator.untrusted import walk
+from orchestrator.untrusted.strings import portable
 
 if TYPE_CHECKING:
     from orchestrator.run import ArmPlan, _Run
@@ -174,12 +174,13 @@ def _save_corpus_before(r: _Run, a: ArmPlan, snap: corpus.Snapshot) -> corpus.Sn
 
 
 def _portable(snap: corpus.Snapshot) -> corpus.Snapshot:
-    """Paths as JSON can hold them: a name that is not UTF-8 (a tool may write one) keeps
-    its undecodable bytes as \\xNN escapes, the same way on every side of a comparison."""
-    return corpus.Snapshot({os.fsencode(p).decode("utf-8", "backslashreplace"): e
-                            for p, e in snap.entries.items()}, snap.cuts,
-                           frozenset(os.fsencode(p).decode("utf-8", "backslashreplace")
-                                     for p in snap.repeats))
+    """Paths as a document can hold them, by the one rule for tool strings
+    (`untrusted.strings.portable`: a byte that is not UTF-8 as \\xNN, injectively, so no two
+    names become one key), for every entry, every cut point and every repeated name, the same
+    way on every side of a comparison."""
+    return corpus.Snapshot({portable(p): e for p, e in snap.entries.items()},
+                           tuple(dataclasses.replace(c, at=portable(c.at)) for c in snap.cuts),
+                           frozenset(portable(p) for p in snap.repeats))
 
 
 def _load_snapshot(path: Path) -> corpus.Snapshot:

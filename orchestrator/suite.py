@@ -26,6 +26,7 @@ from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_
 from orchestrator.kinds import ALL_KINDS, COMMON_PLACEHOLDERS, EDGE_KINDS, INPUT_KEY, PLACEHOLDER
 from orchestrator.settings import Settings
 from orchestrator.shared_checks import number, repo_path
+from orchestrator.untrusted.strings import portable_bytes
 
 LANGUAGES = {"csharp": "cs", "typescript": "ts", "rust": "rs"}
 SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_s",
@@ -625,7 +626,7 @@ def check_truth_at_pin(suite: Suite, pristine: Path) -> None:
     """Every truth path (and impact seed) is a file tracked at the pinned commit."""
     with clean_git() as git:
         listed = git.run("ls-tree", "-r", "-z", "--name-only", "HEAD", cwd=pristine).stdout
-    tracked = {name.decode("utf-8", "surrogateescape") for name in listed.split(b"\0") if name}
+    tracked = {portable_bytes(name) for name in listed.split(b"\0") if name}
     for task in suite.tasks:
         for rel in task.truth_paths():
             if rel not in tracked:

@@ -24,6 +24,12 @@ from orchestrator.engine.connection import api_version, engine_address, own_trus
 from orchestrator.engine.streams import AttachChannel, ExecStream
 from orchestrator.errors import ContainerFailed, EngineError, EngineNotFound
 from orchestrator.labels import LABEL_CREATE
+from orchestrator.untrusted import limits
+
+# The log of a short-lived container: one json-file the engine truncates at the bound.
+SHORT_CONTAINER_LOG = {"type": "json-file",
+                       "config": {"max-size": str(limits.SHORT_CONTAINER_LOG_BYTES),
+                                  "max-file": "1"}}
 
 
 class Engine:
@@ -310,7 +316,10 @@ class Engine:
     def run_once(self, spec: Mapping[str, Any], timeout_s: float = DEFAULT_TIMEOUT_S) -> bytes:
         """Create, start and wait for a short-lived container; its stdout. The container is
         removed by id whatever happens; a non-zero exit raises `ContainerFailed` with the
-        end of its stderr."""
+        end of its stderr. What it prints may be a third-party tool's (a version command):
+        the engine keeps at most `limits.SHORT_CONTAINER_LOG_BYTES` of its log (one
+        json-file), so neither the engine's disk nor what is read here grows with it."""
+        spec = {"log_config": SHORT_CONTAINER_LOG, **spec}
         container_id = self.create_container(spec, what=f"create {spec['command'][0]}")
         try:
             self.start(container_id)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import tarfile
@@ -25,11 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator import labels as lb
 from orchestrator import log
-from orchestrator.errors import ContainerFailed, EngineError, InputError, SandbenchError
-from orchestrator.fsutil import atomic_write_text, canonical_json, sha256_bytes, sha256_file
+from orchestrator.errors import EngineError, InputError, SandbenchError
+from orchestrator.fsutil import canonical_json, sha256_bytes, sha256_file
 from orchestrator.images import helper as host_helper
+from orchestrator.images.build_stream import BuildStream, StageImages, remove_stage_images
 from orchestrator.images.build_inputs import build_ca_bundle, debian_mirror, proxy_build_args
 from orchestrator.images.lock import ImageLock
+from orchestrator.images.manifests import read_manifests
 from orchestrator.images.recipes import (REPOSITORY, Bootstrap, Recipe, load_recipes,
                                          recipe_hash, select, tag_for)
 from orchestrator.settings import Settings
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 BUILD_DIR = ".sandbench-build"
 ARTIFACT_DIR = "artifact"
 DIGEST_PINNED = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
-MANIFEST_USER = "65532:65532"
 
 logger = log.get(__name__)
 
@@ -132,29 +132,25 @@ def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str |
     log_path.parent.mkdir(parents=True, exist_ok=True)
     scratch = settings.bench_root / "tmp"
     scratch.mkdir(parents=True, exist_ok=True)
-    tail: list[str] = []
     image_id = None
     stages = StageImages()
     started = datetime.now(UTC)
     try:
         with tempfile.TemporaryDirectory(dir=scratch, prefix=f"ctx-{recipe.name}-") as tmp, \
-                open(log_path, "w", encoding="utf-8") as out:
+                open(log_path, "w", encoding="utf-8", errors="backslashreplace") as out:
             ctx = _build_context(recipe, Path(tmp), artifact)
+            stream = BuildStream(out, stages)
             for chunk in engine.build(ctx, tag=tag,
                                       build_args={**build_args, **proxy_build_args()},
                                       labels=labels, target=target or recipe.target):
-                text = chunk.get("stream") or chunk.get("status") or ""
-                if text:
-                    out.write(text)
-                    tail = (tail + text.splitlines())[-15:]
-                    stages.feed(text)
+                stream.feed(chunk.get("stream") or chunk.get("status") or "")
                 if "error" in chunk:
-                    out.write(chunk["error"] + "\n")
                     raise EngineError(f"image {recipe.name!r} failed to build",
-                                      why=chunk["error"].strip() + "\n" + "\n".join(tail[-8:]),
+                                      why=stream.failed(chunk["error"]),
                                       fix=f"see the build log {log_path}")
                 if aux := chunk.get("aux"):
                     image_id = aux.get("ID", image_id)
+            stream.end()
         if image_id is None and tag is not None:
             image_id = engine.inspect_image(tag)["Id"]
         if image_id is None:
@@ -162,72 +158,7 @@ def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str |
                               fix=f"see the build log {log_path}")
         return image_id
     finally:
-        _remove_stage_images(engine, stages.left(), keep=image_id, since=started)
-
-
-class StageImages:
-    """The image each finished stage of a classic multi-stage build left: the last
-    ` ---> ID` line before the next `FROM` step. The stream also carries the RUN steps' own
-    output, which may print such lines: an id read here is only a candidate
-    (`_remove_stage_images` says what the engine must confirm)."""
-
-    STEP_FROM = re.compile(r"Step \d+/\d+ : FROM ")
-    IMAGE = re.compile(r" ---> ([0-9a-f]{12,64})")
-
-    def __init__(self) -> None:
-        self._partial = ""
-        self._last: str | None = None
-        self._finished: list[str] = []
-        self._bases: set[str] = set()  # the image right after a FROM is its base: never ours
-        self._after_from = False
-
-    def feed(self, text: str) -> None:
-        lines = (self._partial + text).split("\n")
-        self._partial = lines.pop()
-        for line in lines:
-            if self.STEP_FROM.match(line):
-                if self._last is not None:
-                    self._finished.append(self._last)
-                self._last, self._after_from = None, True
-            elif match := self.IMAGE.fullmatch(line.rstrip("\r")):
-                if self._after_from:
-                    self._bases.add(match[1])
-                self._last, self._after_from = match[1], False
-
-    def left(self) -> list[str]:
-        return [i for i in dict.fromkeys(self._finished) if i not in self._bases]
-
-
-def _remove_stage_images(engine: Engine, ids: list[str], keep: str | None,
-                         since: datetime) -> None:
-    """Remove the untagged images a build's earlier stages left. An id comes from the
-    build's stream, which a RUN step can print into: it is removed only when the engine shows
-    an untagged image that carries the stage label or was made after the build started (a
-    stage FROM the unlabelled root file system carries no label)."""
-    for short in ids:
-        try:
-            found = engine.inspect_image(short)
-        except EngineError:
-            continue
-        labels = (found.get("Config") or {}).get("Labels") or {}
-        made = _engine_time(found.get("Created", ""))
-        ours = lb.LABEL_STAGE in labels or (made is not None and made >= since)
-        if found["Id"] == keep or found.get("RepoTags") or not ours:
-            continue
-        try:
-            engine.remove_image(found["Id"])
-        except EngineError as err:  # another image builds on it: left to `images prune`
-            logger.info("stage image kept", image=found["Id"][:19], why=err.what)
-
-
-def _engine_time(text: str) -> datetime | None:
-    """The engine's RFC 3339 time (nanoseconds, `Z`) as an aware datetime, or None."""
-    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", text)
-    if match is None:
-        return None
-    fraction = (match[2] or "0")[:6].ljust(6, "0")
-    zone = "+00:00" if match[3] == "Z" else match[3]
-    return datetime.fromisoformat(f"{match[1]}.{fraction}{zone}")
+        remove_stage_images(engine, stages.left(), keep=image_id, since=started)
 
 
 def _build_helper(engine: Engine, settings: Settings, recipe: Recipe,
@@ -262,47 +193,6 @@ def _build_helper(engine: Engine, settings: Settings, recipe: Recipe,
     host_helper.install(path, data)
     return {"path": path.relative_to(settings.bench_root).as_posix(), "sha256": digest,
             "size_bytes": len(data)}
-
-
-def _in_image(engine: Engine, image_id: str, argv: list[str]) -> str:
-    """Run a short command in the image, offline and unprivileged, and return its stdout."""
-    try:
-        out = engine.run_once({"image": image_id, "command": argv, "entrypoint": [],
-                               "network_mode": "none", "user": MANIFEST_USER, "read_only": True,
-                               "cap_drop": ["ALL"],
-                               "labels": lb.base_labels(**{lb.LABEL_TEMPORARY: "true"})})
-    except ContainerFailed as exc:
-        raise EngineError(f"{' '.join(argv)} failed in image {image_id[:19]}",
-                          why=exc.why) from exc
-    return out.decode("utf-8", errors="replace")
-
-
-def _manifests(engine: Engine, settings: Settings, recipe: Recipe, image_id: str
-               ) -> dict[str, Any]:
-    """dpkg and pip manifests of the image, stored beside the lock, plus the tool version,
-    read by one short container (each container costs a start and a removal), the three
-    outputs separated by a marker of this call's own."""
-    folder = settings.bench_root / "image-manifests" / recipe.name
-    marker = f"--sandbench-manifest-{secrets.token_hex(8)}--"
-    script = ("dpkg-query -W -f '${Package}=${Version}\\n' && echo \"$1\" && "
-              "if [ -x /opt/tool/bin/python ]; then /opt/tool/bin/python -m pip freeze --all; "
-              "fi && echo \"$1\" && shift && exec \"$@\"")
-    out = _in_image(engine, image_id, ["sh", "-c", script, "sh", marker,
-                                       *recipe.tool_version])
-    parts = out.split(marker + "\n")
-    if len(parts) != 3:
-        raise EngineError(f"the manifests of image {image_id[:19]} are not three parts",
-                          why=f"expected dpkg, pip and version output separated by {marker}, "
-                              f"found {len(parts)} parts")
-    dpkg, pip, version_text = parts
-    version = version_text.strip().splitlines()
-    files = {}
-    for kind, text in (("dpkg", "".join(sorted(dpkg.splitlines(keepends=True)))), ("pip", pip)):
-        path = folder / f"{kind}.txt"
-        atomic_write_text(path, text)
-        files[kind] = {"path": path.relative_to(settings.bench_root).as_posix(),
-                       "sha256": sha256_bytes(text.encode()), "packages": len(text.splitlines())}
-    return {"manifests": files, "tool_version": version[0] if version else ""}
 
 
 @dataclass(frozen=True)
@@ -492,7 +382,7 @@ class _Builds:
             **({"helper": helper} if helper else {}),
             **({"artifact": {"name": recipe.artifact, "path": str(artifact),
                              "sha256": build_args["ARTIFACT_SHA256"]}} if artifact else {}),
-            **_manifests(engine, settings, recipe, image_id)})
+            **read_manifests(engine, settings, recipe, image_id)})
         with self.mutex:
             self.rebuilt.add(recipe.name)
             if defer:

@@ -21,9 +21,11 @@ and any other exception of a parser that cell's `parse-error`, never the whole s
 
 Shared conventions:
 
-- **Text.** stdout is decoded as UTF-8 with ``errors="replace"``: a byte that is not UTF-8
-  becomes U+FFFD in a row (such a path can never equal a truth path, which is what it should
-  do), and the transcript keeps the exact bytes.
+- **Text.** stdout is decoded exactly (a byte that is not UTF-8 kept as a lone surrogate by
+  ``surrogateescape``); a path becomes a key by the one rule for names (`repo_path` applies
+  `untrusted.strings.portable`: such a byte is spelled ``\\xNN``, injectively), so two
+  different paths never become one and a path is graded as the corpus's listing spells it.
+  Every other string of a row stays exact; documents can always hold it (`fsutil`).
 - **Paths.** A leading ``/corpus/`` (the arm's corpus mount) or ``./`` is removed; any other
   absolute path, an empty one or one with a ``..`` segment is a `ParseError`.
 - **Calls.** A multi-call strategy prints one ``sandbench-call: <argv>`` line on stderr before
@@ -51,6 +53,7 @@ from orchestrator.errors import InputError
 from orchestrator.kinds import ALL_KINDS
 from orchestrator.untrusted import decode as untrusted
 from orchestrator.untrusted.errors import HostileInput
+from orchestrator.untrusted.strings import portable
 
 CALL_MARKER = b"sandbench-call:"
 CORPUS_PREFIX = "/corpus/"
@@ -130,14 +133,16 @@ def skip_banners(stdout: bytes, banners: tuple[str, ...]) -> bytes:
 
 
 def decode(data: bytes) -> str:
-    """stdout as text; an invalid UTF-8 byte becomes U+FFFD (see the module docstring)."""
-    return data.decode("utf-8", errors="replace")
+    """stdout as text, exactly: a byte that is not UTF-8 kept as a lone surrogate (see the
+    module docstring)."""
+    return data.decode("utf-8", "surrogateescape")
 
 
 def repo_path(raw: str, parser: str) -> str:
-    """A path as the tool printed it, made repo-relative; ParseError when it cannot be
+    """A path as the tool printed it (exactly: a JSON string or a line of stdout), made
+    repo-relative and portable (`untrusted.strings`); ParseError when it cannot be
     (HostileInput `bad-path` past PATH_MAX)."""
-    path = untrusted.path(raw, what=f"{parser} path")
+    path = portable(untrusted.path(raw, what=f"{parser} path"))
     if path.startswith(CORPUS_PREFIX):
         path = path[len(CORPUS_PREFIX):]
     elif path.startswith("/"):

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from orchestrator.score.numbers import at_least, r6, ratio
 from orchestrator.suite import GradingRules, Suite, Task
+from orchestrator.untrusted.strings import original, portable
 
 CORPUS_MOUNT = "/corpus/"
 VERDICTS = ("correct", "partial", "wrong")
@@ -63,8 +64,10 @@ class Grade:
 
 
 def normalise(path: str) -> str:
-    """The repo-relative spelling a path is compared under."""
-    text = path.replace("\\", "/")
+    """The repo-relative spelling a path is compared under: a backslash the tool wrote is a
+    separator; one that spells a byte of a portable name (`untrusted.strings`) is not, so two
+    names stay two."""
+    text = portable(original(path).replace("\\", "/"))
     if text.startswith(CORPUS_MOUNT):
         text = text[len(CORPUS_MOUNT):]
     text = posixpath.normpath(text) if text else text

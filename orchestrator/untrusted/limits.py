@@ -125,3 +125,22 @@ PINNED_SOURCE_MAX_BYTES = 64 << 20
 # Bytes of a symbol, a language or a tool's name or version: the longest honest symbol is a
 # few hundred bytes (a package, a version and a file's path).
 SCIP_TEXT_MAX_BYTES = 65_536
+
+# -- image builds and short containers (images/build_stream.py, engine/client.py) -------------
+# A build's RUN steps run third-party install scripts, with the network the build needs; what
+# they print reaches the host in the build's stream, and a short container's output (a tool's
+# version, the image's dpkg and pip manifests) in its log.
+
+# Characters of one build's log kept on disk: 100x the longest honest build log here (the
+# serena image's, ~0.6 MB); past it the log says how much it left out.
+BUILD_LOG_MAX_BYTES = 64 << 20
+# Characters of one line of a build's stream the host looks at: a step or image line is under
+# 200; a longer line is kept only up to this, and only in the log.
+BUILD_LINE_MAX_CHARS = 65_536
+# Bytes of the log the engine keeps for a short container (json-file `max-size`, one file):
+# what the host then reads of it is bounded too. The largest honest output, an image's dpkg
+# and pip manifests with its version line, is under 200 KB.
+SHORT_CONTAINER_LOG_BYTES = 16 << 20
+# Characters of a tool's version line kept in the lock (and shown in every document): an
+# honest one ("ripgrep 13.0.0 (rev af6b6c543b)") is under 100.
+TOOL_VERSION_MAX_CHARS = 200

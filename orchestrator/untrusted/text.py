@@ -12,7 +12,10 @@ row, a list or a quote, or bring raw HTML, a link or an image.
   `\\n`, `\\r`. A lone surrogate U+DC80..U+DCFF (a byte that was not UTF-8, kept by
   `surrogateescape`) is shown as that byte, `\\xff`, as state.json spells it. Tab is escaped
   too: in a one-line field it only misaligns columns, and nothing honest needs it there. A
-  literal backslash is left as written, so an honest name reads as before.
+  literal backslash is left as written, so an honest name reads as before. A character that
+  impersonates another (`untrusted.lookalikes`: a Cyrillic letter in a Latin word, a blank
+  filler, a fullwidth or mathematical form, a slash that is not `/`, a combining overlay) is
+  escaped the same way, so a lookalike path never reads as the real one.
 - `terminal(s)` is one line for a terminal (the same, cut at `limits.TERMINAL_FIELD_CHARS`);
   `terminal_lines(s)` keeps the line breaks of a message the host composed of several lines
   and escapes everything else.
@@ -35,6 +38,7 @@ import unicodedata
 from types import TracebackType
 
 from orchestrator.untrusted import limits
+from orchestrator.untrusted.lookalikes import marked
 
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
@@ -59,10 +63,13 @@ def _hidden(ch: str) -> bool:
 
 def visible(s: str) -> str:
     """Every control, format (bidi overrides and isolates included), line or paragraph
-    separator and lone surrogate as a visible escape; every other character as it is."""
+    separator, lone surrogate and lookalike as a visible escape; every other character as
+    it is."""
     if s.isascii() and s.isprintable():
         return s  # the common case, and already exactly itself
-    return "".join(_escape_char(ch) if _hidden(ch) else ch for ch in s)
+    lookalike = marked(s)
+    return "".join(_escape_char(ch) if i in lookalike or _hidden(ch) else ch
+                   for i, ch in enumerate(s))
 
 
 def _cut(s: str, limit: int) -> str:

@@ -317,7 +317,7 @@ def test_a_bootstrapped_images_build_seconds_include_its_bootstrap(
     monkeypatch.setattr(build_mod, "_docker_build", docker_build)
     monkeypatch.setattr(build_mod, "_build_helper", lambda *a: {
         "path": "helper/sandbench-exec-000000000000", "sha256": "0" * 64, "size_bytes": 1})
-    monkeypatch.setattr(build_mod, "_manifests", lambda *a: {})
+    monkeypatch.setattr(build_mod, "read_manifests", lambda *a: {})
     settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
     [outcome] = images.build(_BootstrapEngine(), settings, ["base"])  # type: ignore[arg-type]
     entry = images.ImageLock.load(settings.images_lock).images["base"]  # schema-checked
@@ -375,7 +375,7 @@ def test_jobs_build_siblings_at_once_each_after_its_parent_and_a_failure_stops_t
 
     monkeypatch.setattr(build_mod, "_docker_build", docker_build)
     monkeypatch.setattr(build_mod, "_build_helper", build_helper)
-    monkeypatch.setattr(build_mod, "_manifests", lambda *a: {})
+    monkeypatch.setattr(build_mod, "read_manifests", lambda *a: {})
     settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
     names = ["rg", "ast-grep", "code-index-mcp"]
     outcomes = images.build(_BootstrapEngine(), settings, names, jobs=3)  # type: ignore[arg-type]

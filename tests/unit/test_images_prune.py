@@ -3,6 +3,8 @@ images from its progress stream."""
 
 from __future__ import annotations
 
+import io
+
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -12,7 +14,8 @@ import pytest
 from orchestrator.errors import EngineError, InputError, SandbenchError
 from orchestrator.images import ImageLock
 from orchestrator.images.prune import candidates, data_root_free, kept_ids, parse_size, prune
-from orchestrator.images.build import StageImages, _engine_time
+from orchestrator.images.build_stream import BuildStream, StageImages
+from orchestrator.images.build_stream import engine_time as _engine_time
 
 
 def _image(image_id: str, name: str, created: int, *, tags: tuple[str, ...] = (),
@@ -143,17 +146,19 @@ def test_a_builds_stage_images_are_the_last_id_before_each_later_from() -> None:
               "Step 9/9 : COPY --from=build /opt/tool /opt/tool\n", " ---> a9e1065ff2dd\n",
               "Successfully built a9e1065ff2dd\n"]
     stages = StageImages()
+    fed = BuildStream(io.StringIO(), stages)
     for chunk in stream:
-        stages.feed(chunk)
+        fed.feed(chunk)
     # The final image is the build's own; the FROM's base is never a stage's image.
     assert stages.left() == ["58f10b5353ef"]
 
 
 def test_a_stage_with_nothing_but_its_from_leaves_no_image_of_its_own() -> None:
     stages = StageImages()
-    stages.feed("Step 1/3 : FROM sha256:aa AS image\n ---> eb51ccb06408\n"
-                "Step 2/3 : FROM sha256:aa AS build\n ---> eb51ccb06408\n"
-                "Step 3/3 : RUN true\n ---> 1234567890ab\n")
+    BuildStream(io.StringIO(), stages).feed(
+        "Step 1/3 : FROM sha256:aa AS image\n ---> eb51ccb06408\n"
+        "Step 2/3 : FROM sha256:aa AS build\n ---> eb51ccb06408\n"
+        "Step 3/3 : RUN true\n ---> 1234567890ab\n")
     assert stages.left() == []
 
 

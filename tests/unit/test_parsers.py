@@ -305,14 +305,21 @@ def test_output_a_parser_cannot_read_is_a_parse_error(name: str, kind: str, out:
     assert err.value.message.startswith(name)
 
 
-def test_invalid_utf8_becomes_replacement_characters() -> None:
-    out = b"./src/caf\xe9.cs:3:var \xff = Money.Zero;\n"
+def test_invalid_utf8_is_kept_exactly_and_a_path_made_portable() -> None:
+    """A path's undecodable byte is spelled \\xNN (as the listing of a corpus spells it, and
+    never as another path's name); the rest of a row keeps the byte exactly (a lone surrogate
+    the writers can hold)."""
+    out = b"./src/caf\xe9.cs:3:var \xff = Money.Zero;\n./src/caf\\xe9.cs:4:x\n"
     parsed = parsers.get_parser("rg").parse(out, b"", "references")
-    assert parsed.rows == (Row("src/caf\ufffd.cs", 3, "var \ufffd = Money.Zero;"),)
+    assert parsed.rows == (Row("src/caf\\xe9.cs", 3, "var \udcff = Money.Zero;"),
+                           Row("src/caf\\\\xe9.cs", 4, "x"))
     match = {"file": "a.cs", "range": {"start": {"line": 0}}, "lines": "x", "text": "x"}
     out = json.dumps(match).encode().replace(b'"x"', b'"\xc3"', 1)
     assert parsers.get_parser("ast-grep").parse(out, b"", "references").rows[0].reason == \
-        "\ufffd"
+        "\udcc3"
+    escaped = json.dumps({**match, "file": "b\udcff.cs"}).encode()  # a lone surrogate escape
+    assert parsers.get_parser("ast-grep").parse(escaped, b"", "references").rows[0].path == \
+        "b\\xff.cs"
 
 
 @pytest.mark.parametrize(("raw", "expected"), [

@@ -29,7 +29,7 @@ from orchestrator.parsers._shapes import Shape, parse_output
 from orchestrator.parsers.aider_repomap import BANNERS
 from orchestrator.oracle import rust_sites, scip
 from orchestrator.score import environment
-from orchestrator.untrusted import decode
+from orchestrator.untrusted import decode, strings, text
 from orchestrator.untrusted.errors import HostileInput
 from tests.unit.test_oracle_truth import _varint, document, index, occurrence
 
@@ -317,6 +317,14 @@ CASES = [
          environment.bench_roots),
     Case("score.environment.rewrite_paths", "path segments",
          lambda n: _repeat("/a", n, " "), lambda t: environment.rewrite_paths(t, ["/b"])),
+    # -- names made portable, text shown to a person ---------------------------------------------
+    Case("untrusted.strings.portable", "backslashes and bytes",
+         lambda n: _repeat("\\x\udcff\\\\u", n), strings.portable),
+    Case("untrusted.text.visible", "lookalikes and overlays",
+         lambda n: _repeat("src/\u041coney\u0338\u3164\u2215\uff53", n), text.visible,
+         MIB // 4),
+    Case("untrusted.text.visible", "one long mixed word",
+         lambda n: _repeat("a\u0430\u0301", n), text.visible, MIB // 4),
 ]
 
 

@@ -118,3 +118,37 @@ def test_terminal_escapes(raw: str, shown: str) -> None:
 def test_a_long_field_is_cut_with_the_count_left_out() -> None:
     long = "x" * (limits.TERMINAL_FIELD_CHARS + 10)
     assert terminal(long) == "x" * limits.TERMINAL_FIELD_CHARS + "... (10 more characters)"
+
+
+# -- lookalikes: text that reads as other text -------------------------------------------------
+
+@pytest.mark.parametrize(("shown", "expected"), [
+    ("src/\u041coney.cs", "src/\\u041coney.cs"),          # a Cyrillic M in a Latin word
+    ("src/Money.cs\u3164", "src/Money.cs\\u3164"),        # a Hangul filler: renders blank
+    ("src/Money.cs\u2800", "src/Money.cs\\u2800"),        # the Braille blank
+    ("src\u00a0/Money.cs", "src\\xa0/Money.cs"),          # a no-break space
+    ("src/\u0338Money.cs", "src/\\u0338Money.cs"),        # a combining overlay on a slash
+    ("src/M\u0336oney.cs", "src/M\\u0336oney.cs"),        # a strike-through overlay
+    ("src\u2215Money.cs", "src\\u2215Money.cs"),          # a division slash
+    ("src/Money\u2024cs", "src/Money\\u2024cs"),          # a one-dot leader
+    ("\uff53rc/Money.cs", "\\uff53rc/Money.cs"),          # fullwidth s
+    ("src/\U0001d40cone.cs", "src/\\U0001d40cone.cs"),    # mathematical bold M
+    ("src/\u0440\u043e\u0441.cs", "src/\\u0440\\u043e\\u0441.cs"),  # all lookalikes: "poc"
+])
+def test_a_lookalike_is_shown_as_an_escape(shown: str, expected: str) -> None:
+    assert visible(shown) == expected
+    assert terminal(shown) == expected
+    assert "\\" in markdown_inline(shown)
+
+
+@pytest.mark.parametrize("honest", ["café.cs", "naïve/straße.md", "отчет.txt", "λόγος.py",
+                                    "日本語/ファイル.ts", "हिन्दी.txt", "Ωmega.cs", "t\u00e9"])
+def test_honest_non_ascii_text_reads_as_itself(honest: str) -> None:
+    assert visible(honest) == honest
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=40))
+def test_marking_is_linear_and_keeps_ascii_as_it_is(s: str) -> None:
+    shown = visible(s)
+    assert all(ch in shown for ch in s if ch.isascii() and ch.isprintable())
