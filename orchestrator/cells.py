@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import corpus, mcp, suite
+from orchestrator import disclosure, mcp, suite
 from orchestrator.errors import InputError, SandbenchError
-from orchestrator.fsutil import atomic_write_json, sync_filesystem
+from orchestrator.fsutil import sync_filesystem
 from orchestrator.run_document import SETUP_CELL
 from orchestrator.sandbox import Sandbox
 from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record, streams_intact
@@ -71,9 +71,11 @@ def run_arm(r: _Run, p: Prepared) -> dict[str, Any]:
         _run_cells(r, p.arm, p.box)
         p.box.remove()
         sync_filesystem(r.run_dir)
-        summary = {"state_bytes": _disclose_state(r, p.arm, p.before, p.snapshot("corpus"),
-                                                  p.snapshot("state"), p.snapshot("out"))}
-    return summary
+        state = disclosure.disclose(r.run_dir / "arms" / p.arm.name / "state.json", p.before,
+                                    p.snapshot)
+    return {"state_bytes": state["state_bytes"] + state["corpus_added_bytes"]}
+
+
 def _run_cells(r: _Run, a: ArmPlan, box: Sandbox) -> None:
     """The arm's set-up and every cell not yet recorded, each written without an fsync of
     its own (the arm's end syncs them all; a resume re-runs a cell whose streams were lost)."""
@@ -137,30 +139,3 @@ def _run_mcp_cells(r: _Run, a: ArmPlan, box: Sandbox, cells: Path,
         _stop_if_lost(r, a, rec)
         for rep, derived in enumerate(mcp.task_records(rec, session_dir, task_dir, call, reps)):
             r.progress(a.name, f"{task_id}/{rep}", derived.outcome)
-
-
-def _disclose_state(r: _Run, a: ArmPlan, before: corpus.Snapshot, after: corpus.Snapshot,
-                    state: corpus.Snapshot, out: corpus.Snapshot) -> int:
-    """arms/ARM/state.json: what the arm changed in its corpus copy and wrote to its state
-    and out dirs, complete up to the walk's bounds, and where each listing was cut (null
-    when complete); returns the bytes it added."""
-    changed = corpus.changes(before, after)
-    disclosure: dict[str, Any] = {
-        "corpus_changes": [{"path": c.path, "status": c.status, "kind": c.kind,
-                            "size_before": c.size_before, "size_after": c.size_after,
-                            "in_git": c.in_git} for c in changed],
-        "state_files": sorted([p, e.size] for p, e in state.entries.items() if e.kind == "file"),
-        "state_bytes": sum(e.size for e in state.entries.values() if e.kind == "file"),
-        "corpus_added_bytes": sum(max(c.size_after - c.size_before, 0) for c in changed),
-        "out_files": sorted([p, e.size] for p, e in out.entries.items() if e.kind == "file"),
-        "out_bytes": sum(e.size for e in out.entries.values() if e.kind == "file"),
-        "corpus_cut": after.cut_json(), "state_cut": state.cut_json(), "out_cut": out.cut_json(),
-        # Files with holes, digested by their allocated extents (their size is apparent).
-        "sparse_files": {name: sorted(p for p, e in snap.entries.items()
-                                      if e.digest.startswith(walk.SPARSE_PREFIX))
-                         for name, snap in (("corpus", after), ("state", state), ("out", out))},
-    }
-    atomic_write_json(r.run_dir / "arms" / a.name / "state.json", disclosure)
-    return disclosure["state_bytes"] + disclosure["corpus_added_bytes"]
-
-

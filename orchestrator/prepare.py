@@ -93,9 +93,10 @@ class Prepared:
     refused: str | None
     exits: ExitStack
 
-    def snapshot(self, name: str) -> corpus.Snapshot:
-        """The arm's file system `name` as it is now, where it lives."""
-        return _portable(self.place.snapshot(name))
+    def snapshot(self, name: str, budget: walk.Budget) -> corpus.Snapshot:
+        """The arm's file system `name` as it is now, where it lives, spending from the
+        arm's `budget`."""
+        return _portable(self.place.snapshot(name, budget))
 
 
 def prepare_arms(r: _Run) -> list[Prepared]:
@@ -175,10 +176,11 @@ def _save_corpus_before(r: _Run, a: ArmPlan, snap: corpus.Snapshot) -> corpus.Sn
 def _portable(snap: corpus.Snapshot) -> corpus.Snapshot:
     """Paths as a document can hold them, by the one rule for tool strings
     (`untrusted.strings.portable`: a byte that is not UTF-8 as \\xNN, injectively, so no two
-    names become one key), for every entry and every cut point, the same way on every side of
-    a comparison."""
+    names become one key), for every entry, every cut point and every repeated name, the same
+    way on every side of a comparison."""
     return corpus.Snapshot({portable(p): e for p, e in snap.entries.items()},
-                           tuple(dataclasses.replace(c, at=portable(c.at)) for c in snap.cuts))
+                           tuple(dataclasses.replace(c, at=portable(c.at)) for c in snap.cuts),
+                           frozenset(portable(p) for p in snap.repeats))
 
 
 def _load_snapshot(path: Path) -> corpus.Snapshot:

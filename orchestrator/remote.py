@@ -30,6 +30,7 @@ from orchestrator.corpus.git import CLEAN_GIT_ENV
 from orchestrator.engine import Engine
 from orchestrator.errors import ContainerFailed, EngineError, EngineNotFound, SandbenchError
 from orchestrator.labels import LABEL_ARM, LABEL_RUN, base_labels
+from orchestrator.untrusted import walk
 
 AGENT_IMAGE = "engine-agent"
 WORK = "/work"  # where the agent sees the run's work volume
@@ -253,7 +254,7 @@ class RemoteSite:
         self._agent('git -C /corpus update-index -q --refresh || true', [], user=owner,
                     mounts={volume: "/corpus"}, env=GIT_ENV,
                     what="refresh the index of the arm's corpus copy")
-        copy = self.snapshot(volume)
+        copy = self.snapshot(volume, walk.Budget())  # the host's own copy, before any arm
         expected = corpus.snapshot(pristine)
         index = f"{corpus.GIT_DIR}/index"
         differ = sorted(p for p in expected.entries.keys() | copy.entries.keys()
@@ -264,9 +265,9 @@ class RemoteSite:
                                  f"{differ[:5]}", fix="check the engine's host and its disk")
         return copy
 
-    def snapshot(self, volume: str) -> corpus.Snapshot:
+    def snapshot(self, volume: str, budget: walk.Budget) -> corpus.Snapshot:
         """Every path of a file system on that host, as `corpus.snapshot` gives one here."""
-        return corpus.snapshot_of_archive(self._read({volume: "/fs"}, "/fs/."))
+        return corpus.snapshot_of_archive(self._read({volume: "/fs"}, "/fs/."), budget)
 
 
 def _volume(name: str, target: str, read_only: bool = False) -> dict[str, Any]:

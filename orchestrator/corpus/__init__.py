@@ -34,12 +34,12 @@ from orchestrator.corpus.pristine import (
     read_info,
     verify_pristine,
 )
-from orchestrator.corpus.snapshot import (Change, Entry, Snapshot, changes, snapshot,
-                                          snapshot_of_archive, tree_digest)
+from orchestrator.corpus.snapshot import (Change, Entry, Snapshot, changes, iter_changes,
+                                          snapshot, snapshot_of_archive, tree_digest)
 
 __all__ = ["BUILTINS", "BUILTIN_SCHEME", "Change", "CorpusPin", "CorpusState", "Difference",
            "Entry", "FIELDS", "GIT_DIR", "LANGUAGES", "LOCK_NAME", "PristineInfo", "Snapshot",
            "archive_tree", "changes", "corpus_dir", "demo_sha", "fetch", "fetch_hint",
-           "info_path", "list_corpora", "load_lock", "lock_path", "make_arm_copy", "pin_for",
-           "read_info", "snapshot", "snapshot_of_archive", "tree_digest", "verify_arm_copy",
-           "verify_pristine"]
+           "info_path", "iter_changes", "list_corpora", "load_lock", "lock_path", "make_arm_copy",
+           "pin_for", "read_info", "snapshot", "snapshot_of_archive", "tree_digest",
+           "verify_arm_copy", "verify_pristine"]

@@ -8,7 +8,7 @@ import io
 import os
 import stat
 import tarfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -18,18 +18,20 @@ from orchestrator.errors import SandbenchError
 from orchestrator.untrusted import walk
 from orchestrator.untrusted.walk import Cut, Entry
 
-__all__ = ["Change", "Cut", "Entry", "Snapshot", "changes", "snapshot", "snapshot_of_archive",
-           "in_git", "tree_digest"]
+__all__ = ["Change", "Cut", "Entry", "Snapshot", "changes", "iter_changes", "snapshot",
+           "snapshot_of_archive", "in_git", "tree_digest"]
 
 
 
 @dataclass(frozen=True)
 class Snapshot:
     """Every path under a root (the git dir included), keyed by posix relative path, up to
-    the walk's caps; `cuts` say where it stopped short (none for a complete one)."""
+    the walk's caps; `cuts` say where it stopped short (none for a complete one); `repeats`
+    are the later names of a file with several (its bytes are the first name's)."""
 
     entries: Mapping[str, Entry]
     cuts: tuple[Cut, ...] = ()
+    repeats: frozenset[str] = frozenset()
 
     def digest(self) -> str:
         """sha256 over (kind, path, mode, size, content digest) of every entry, in byte order,
@@ -53,11 +55,12 @@ class Snapshot:
         return [c.to_json() for c in self.cuts] or None
 
 
-def snapshot(root: Path) -> Snapshot:
+def snapshot(root: Path, budget: walk.Budget | None = None) -> Snapshot:
     """Walk `root` without following any symlink: files by content (sparse ones by their
-    allocated extents), links by their target; bounded (`orchestrator.untrusted.walk`)."""
-    found = walk.listing(root)
-    return Snapshot(found.entries, tuple(found.cuts))
+    allocated extents), links by their target; bounded (`orchestrator.untrusted.walk`),
+    spending from `budget` (an arm's, shared by its listings) when given."""
+    found = walk.listing(root, budget=budget)
+    return Snapshot(found.entries, tuple(found.cuts), frozenset(found.repeats))
 
 
 def tree_digest(path: Path) -> str:
@@ -92,17 +95,27 @@ def in_git(path: str) -> bool:
 
 def changes(before: Snapshot, after: Snapshot) -> list[Change]:
     """What differs between two snapshots of one copy, in path order."""
-    out: list[Change] = []
-    for path in sorted(before.entries.keys() | after.entries.keys(), key=os.fsencode):
-        old, new = before.entries.get(path), after.entries.get(path)
-        if old == new:
-            continue
-        status: Literal["added", "modified", "removed"] = \
-            "added" if old is None else "removed" if new is None else "modified"
-        kind = (new or old).kind  # type: ignore[union-attr]
-        out.append(Change(path, status, kind, old.size if old else 0, new.size if new else 0,
-                          in_git(path)))
-    return out
+    return sorted(iter_changes(before, after), key=lambda c: os.fsencode(c.path))
+
+
+def iter_changes(before: Snapshot, after: Snapshot) -> Iterator[Change]:
+    """What differs between two snapshots of one copy, one at a time in no set order (the
+    caller keeps what it needs, never a list as long as the listing)."""
+    for path, new in after.entries.items():
+        old = before.entries.get(path)
+        if old != new:
+            yield _change(path, old, new)
+    for path, old in before.entries.items():
+        if path not in after.entries:
+            yield _change(path, old, None)
+
+
+def _change(path: str, old: Entry | None, new: Entry | None) -> Change:
+    status: Literal["added", "modified", "removed"] = \
+        "added" if old is None else "removed" if new is None else "modified"
+    kind = (new or old).kind  # type: ignore[union-attr]
+    return Change(path, status, kind, old.size if old else 0, new.size if new else 0,
+                  in_git(path))
 
 
 
@@ -127,22 +140,28 @@ class _ChunkReader(io.RawIOBase):
         return size
 
 
-def snapshot_of_archive(chunks: Iterable[bytes]) -> Snapshot:
+def snapshot_of_archive(chunks: Iterable[bytes], budget: walk.Budget | None = None
+                        ) -> Snapshot:
     """What `snapshot` gives for a tree, from the tar an engine makes of it (`PATH/.`, so
     names are `.` and `./REL`): a copy on another host is described by what that host holds,
-    read as it streams and never written here. Bounded as `snapshot` is: entries, depth and
-    bytes read (the file past the read budget is listed by size, its digest `unread`, and
-    the listing stops there: a tar spells out a sparse file's holes)."""
-    bounds = walk.Bounds()
+    read as it streams and never written here. Bounded as `snapshot` is: entries, depth,
+    bytes read and the deadline of `budget` (the file past the read budget is listed by size,
+    its digest `unread`, and the listing stops there: a tar spells out a sparse file's holes;
+    past the deadline the listing stops, cut `time`). A hard link reuses its file's digest."""
+    budget = budget or walk.Budget()
+    bounds = budget.bounds
     entries: dict[str, Entry] = {}
     cuts: dict[str, Cut] = {}
-    budget = bounds.read_bytes
+    names: dict[str, list[str]] = {}  # a file's first name in the tar: all its names
     with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks), 1 << 20),
                       mode="r|") as archive:
         for member in archive:
             rel = member.name.removeprefix("./").rstrip("/")
             if rel in ("", "."):
                 continue  # the root itself, as `snapshot` leaves it out
+            if budget.late():
+                cuts.setdefault("time", Cut("time", bounds.seconds, rel))
+                break
             if len(entries) >= bounds.entries:
                 cuts.setdefault("entries", Cut("entries", bounds.entries, rel))
                 break
@@ -159,17 +178,19 @@ def snapshot_of_archive(chunks: Iterable[bytes]) -> Snapshot:
             elif member.islnk():  # a hard link to a file already listed: the same content
                 # Its first name may lie past the depth cut (an arm can link a shallow name to
                 # a deep file): then it is listed as a file not read, never a failed listing.
-                linked = entries.get(member.linkname.removeprefix("./"))
+                first = member.linkname.removeprefix("./")
+                linked = entries.get(first)
                 entries[rel] = Entry("file", mode, linked.size, linked.digest) if linked \
                     else Entry("file", mode, 0, walk.UNREAD)
+                names.setdefault(first, [first]).append(rel)
             elif member.isreg():
-                if member.size > budget:
+                if member.size > budget.read_bytes:
                     # A tar holds a sparse file's holes as bytes: stop reading the stream
                     # here rather than pull the rest through (1 TiB of zeros, say).
                     cuts.setdefault("read-bytes", Cut("read-bytes", bounds.read_bytes, rel))
                     entries[rel] = Entry("file", mode, member.size, walk.UNREAD)
                     break
-                budget -= member.size
+                budget.read_bytes -= member.size
                 fh = archive.extractfile(member)
                 # tarfile's ExFileObject: typeshed says IO[bytes], file_digest needs readinto.
                 assert isinstance(fh, io.BufferedReader)
@@ -179,4 +200,7 @@ def snapshot_of_archive(chunks: Iterable[bytes]) -> Snapshot:
                 kind = {tarfile.CHRTYPE: stat.S_IFCHR, tarfile.BLKTYPE: stat.S_IFBLK,
                         tarfile.FIFOTYPE: stat.S_IFIFO}.get(member.type, 0)
                 entries[rel] = Entry("other", mode, 0, stat.filemode(kind | mode))
-    return Snapshot(entries, tuple(cuts.values()))
+    # As `snapshot` counts a file with several names: by its first name in byte order.
+    repeats = frozenset(n for group in names.values()
+                        for n in sorted(group, key=os.fsencode)[1:])
+    return Snapshot(entries, tuple(cuts.values()), repeats)

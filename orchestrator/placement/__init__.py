@@ -27,6 +27,7 @@ from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
 from orchestrator.sandbox_spec import SandboxSpec
 from orchestrator.settings import Settings
+from orchestrator.untrusted import walk
 
 if TYPE_CHECKING:
     from orchestrator.engine_pool import Member
@@ -81,8 +82,9 @@ class Placement(Protocol):
         engine mounts."""
         ...
 
-    def snapshot(self, name: str) -> corpus.Snapshot:
-        """The file system `name` as it is now, read where it lives."""
+    def snapshot(self, name: str, budget: walk.Budget) -> corpus.Snapshot:
+        """The file system `name` as it is now, read where it lives, spending from the
+        arm's `budget`."""
         ...
 
 

@@ -16,6 +16,7 @@ from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
 from orchestrator.sandbox_spec import SandboxSpec
 from orchestrator.settings import Settings
+from orchestrator.untrusted import walk
 
 if TYPE_CHECKING:
     from orchestrator.engine_pool import Member
@@ -102,8 +103,8 @@ class LocalPlacement:
                      sizes: Mapping[str, int], exec_path: str) -> SandboxSpec:
         return sandbox_spec.for_arm(lock, arm, run_id, self.work, owner, sizes, exec_path)
 
-    def snapshot(self, name: str) -> corpus.Snapshot:
-        return corpus.snapshot(self.work / name)
+    def snapshot(self, name: str, budget: walk.Budget) -> corpus.Snapshot:
+        return corpus.snapshot(self.work / name, budget)
 
 
 def _errno_text(exc: OSError) -> str:

@@ -14,6 +14,7 @@ from orchestrator.images import ImageLock
 from orchestrator.remote import RemoteSite
 from orchestrator.sandbox_spec import SandboxSpec
 from orchestrator.settings import Settings
+from orchestrator.untrusted import walk
 
 if TYPE_CHECKING:
     from orchestrator.engine_pool import Member
@@ -131,5 +132,5 @@ class OtherHostPlacement:
         return sandbox_spec.for_arm(lock, arm, run_id, self.work, owner, sizes, exec_path,
                                     volumes=self.volumes, helper_path=Path(self.site.helper_path))
 
-    def snapshot(self, name: str) -> corpus.Snapshot:
-        return self.site.snapshot(self._volume(name))
+    def snapshot(self, name: str, budget: walk.Budget) -> corpus.Snapshot:
+        return self.site.snapshot(self._volume(name), budget)

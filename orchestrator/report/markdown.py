@@ -160,6 +160,12 @@ def _outliers(scores: Mapping[str, Any]) -> str:
     return "\n\n".join(p for p in (md(head), "\n".join(f"- {md(f)}" for f in flagged)) if p)
 
 
+# What a walk's bound counts, by guard (orchestrator/untrusted/walk.py): levels, entries and
+# mounts need no unit.
+CUT_UNITS = {"path-bytes": " bytes", "read-bytes": " bytes", "extents": " seek steps",
+             "time": " s"}
+
+
 def _state_files(scores: Mapping[str, Any]) -> str:
     parts = []
     for arm in tables.arms(scores):
@@ -173,13 +179,22 @@ def _state_files(scores: Mapping[str, Any]) -> str:
                  + ", ".join(f"{md(k)}={md(v)}" for k, v in env.items())]
         lines += [f"  - state: {f}"
                   for f in tables.shown(files, total=full_length(s, "state_files"))]
+        lines += _omitted(s, "state_files", "state", "files")
         lines += [f"  - corpus copy: {c}"
                   for c in tables.shown(changes, total=full_length(s, "corpus_changes"))]
-        lines += [f"  - {where} listing cut at its {md(c['guard'])} bound ({c['limit']:,}), "
-                  f"first left out: {md(c['at'])}"
+        lines += _omitted(s, "corpus_changes", "corpus copy", "changes")
+        lines += [f"  - {where} listing cut at its {md(c['guard'])} bound ({c['limit']:,}"
+                  f"{CUT_UNITS.get(c['guard'], '')}), first left out: {md(c['at'])}"
                   for where, cuts in s.get("listings_cut", {}).items() for c in cuts]
         parts.append("\n".join(lines))
     return "\n".join(parts)
+
+
+def _omitted(state: Mapping[str, Any], key: str, where: str, what: str) -> list[str]:
+    """The line for the names a state list left out (none when it is whole)."""
+    left = state.get(f"{key}_omitted")
+    return [f"  - {where}: {left['count']:,} more {what} ({left['bytes']:,} bytes), past "
+            "the names state.json lists"] if left else []
 
 
 def _leaders(scores: Mapping[str, Any]) -> str:

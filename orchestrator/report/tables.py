@@ -391,8 +391,8 @@ def state(scores: Mapping[str, Any]) -> Table:
         if s is None:
             rows.append([arm, NA, NA, NA, NA, NA])
             continue
-        rows.append([arm, s["state_dir"], str(full_length(s, "state_files")),
-                     integer(s["state_bytes"]), str(full_length(s, "corpus_changes")),
+        rows.append([arm, s["state_dir"], integer(listed(s, "state_files")),
+                     integer(s["state_bytes"]), integer(listed(s, "corpus_changes")),
                      integer(s["corpus_added_bytes"])])
     return columns, rows
 
@@ -432,3 +432,9 @@ def shown(values: Sequence[str], limit: int = 20, total: int | None = None) -> l
     head = list(values[:limit])
     where = "scores.json" if total == len(values) else f"the first {len(values):,} in scores.json"
     return head + ([f"... {total - len(head):,} more ({where})"] if total > len(head) else [])
+
+
+def listed(state: Mapping[str, Any], key: str) -> int:
+    """How many names a state list had: those scores.json holds or cut (`full_length`) and
+    those state.json left out."""
+    return full_length(state, key) + int((state.get(f"{key}_omitted") or {}).get("count", 0))

@@ -134,6 +134,9 @@ def _state(inputs: RunInputs) -> dict[str, Any]:
             # bounds recorded none).
             "listings_cut": {where: data[f"{where}_cut"] for where in ("corpus", "state", "out")
                              if data.get(f"{where}_cut")},
+            # What the lists left out (orchestrator/disclosure.py): absent when whole.
+            **{key: data[key] for key in ("state_files_omitted", "corpus_changes_omitted")
+               if data.get(key)},
         }
         # The arm's listings are as long as what it wrote: scores.json keeps their first items.
         out[arm.name] = listed.with_lists(entry, {"state_files": data["state_files"],

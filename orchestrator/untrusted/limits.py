@@ -14,22 +14,55 @@ from __future__ import annotations
 PATH_MAX_BYTES = 4096
 
 # -- walks and reads of state, out and corpus copies (walk.py) ------------------------------
-# A walk holds two descriptors per level and one Entry (~300 bytes) per path in memory; what it
-# reads is also bounded by the size of the file system it walks (the arm's declared
-# state_mib, out_mib and corpus size), which these caps sit above for any honest tool.
+# A walk holds two descriptors per level and one Entry (~270 bytes with its name) per path in
+# memory; what it reads is also bounded by the size of the file system it walks (the arm's
+# declared state_mib, out_mib and corpus size), which these caps sit above for any honest
+# tool. The entry, depth and name caps are per listing; reads, extent steps and time are one
+# budget for all of an arm's listings (its corpus copy, /state and /out, walked one at a time).
 
 # Levels below the root a listing descends: a real tree (a node_modules, a .git) is under 40
 # deep; 256 levels keep at most ~514 descriptors open.
 WALK_MAX_DEPTH = 256
-# Entries one listing holds: 2x the largest registered corpus copy with its .git (~450,000);
-# ~300 MB of host memory at most.
+# Entries one listing holds: 2x the largest registered corpus copy with its .git (~450,000).
+# With the name cap below, one listing holds at most ~600 MiB (measured: 1,000,000 entries of
+# 251-byte names, the whole state.json written, peaked at 456 MiB), and an arm's listings are
+# held one at a time: that is the host memory per arm, beside its corpus-before snapshot.
 WALK_MAX_ENTRIES = 1_000_000
 # Bytes of relative names one listing holds: 256 bytes on average for the entry cap, where a
 # real tree averages under 80.
 WALK_MAX_PATH_BYTES = 256 << 20
-# Bytes one listing reads to digest files (allocated extents only, so holes cost nothing):
-# above any file system an arm is given by default, and ~5 minutes of sha256 on one core.
+# Bytes an arm's listings read to digest files (allocated extents only, so holes cost
+# nothing; a file with several names is read once): 16x the file systems an arm is given by
+# default (4 GiB of /state, 1 GiB of /out, a corpus copy under 2 GiB), 2-5 minutes of sha256
+# on one core of the shared machine (0.2-0.6 GB/s measured, by load): the deadline's order.
 WALK_MAX_READ_BYTES = 64 << 30
+# SEEK_DATA/SEEK_HOLE calls an arm's listings make over files with holes (two per extent),
+# paid before each call: one file of 100,000 one-block extents hard-linked 65,000 times cost
+# 6.5 G calls (~3.4 hours) when every name was enumerated. An honest sparse file (a database,
+# a preallocated index) has a few thousand extents; 4 M steps take 4-16 s (1-4 us a step
+# measured on ext4 here, by load) and are 4x every one-block extent (a block, then a hole) a
+# default 4 GiB /state can hold.
+WALK_MAX_EXTENT_STEPS = 4_000_000
+# Seconds the host spends on one arm's listings, from the first to the last, checked per
+# entry, per extent step and per 1 MiB read: a listing past it stops, cut `time`. 1,000,000
+# entries of 251-byte names were listed in 76 s on the loaded 2-core machine, so the largest
+# registered corpus copy with its .git (~450,000 entries) takes ~35 s plus its bytes' sha256:
+# 300 s is ~4x an honest arm's listings, and bounds how long the next arm's sandbox sits idle.
+WALK_MAX_SECONDS = 300
+
+# -- what the run's documents hold of an arm's files (orchestrator/disclosure.py) -------------
+# arms/ARM/state.json lists names from the listings above (corpus changes, state and out files,
+# sparse files: seven lists); scores.json repeats two of them per arm. Each list keeps its
+# first names in byte order of the path and gives the count and bytes of the rest, so a
+# million names cost the documents what 10,000 do: a state.json of at most ~12 MB for names
+# of honest length, ~45 MB if every byte of every name is an escaped non-UTF-8 byte.
+
+# Names one list keeps: the largest honest list measured is two files (code-review-graph's
+# /state); a tool's HOME with its caches, or an index directory, is under a few thousand.
+DISCLOSED_NAMES = 10_000
+# Bytes of names one list keeps (a list stops at the first of the two bounds): 104 bytes a
+# name for the whole 10,000, where a real tree averages under 80 (one name is at most 4,096).
+DISCLOSED_NAME_BYTES = 1 << 20
 
 # -- decoding: JSON, integers, frames (decode.py) ---------------------------------------------
 

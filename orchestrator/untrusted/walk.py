@@ -4,9 +4,18 @@ No recursion (a tree 100,000 levels deep costs a list, not the interpreter's sta
 longer than one name is ever handed to the kernel (each directory is opened from its
 parent's descriptor with O_NOFOLLOW|O_DIRECTORY), no symbolic link is followed, no mount
 below the root is entered. A listing stops at `limits.WALK_MAX_DEPTH` levels,
-`WALK_MAX_ENTRIES` entries and `WALK_MAX_PATH_BYTES` of names, and reads at most
-`WALK_MAX_READ_BYTES`; where it stopped is in `Listing.cut`, so a listing is complete up to
-its caps and says so.
+`WALK_MAX_ENTRIES` entries and `WALK_MAX_PATH_BYTES` of names; where it stopped is in
+`Listing.cut`, so a listing is complete up to its caps and says so.
+
+What the host spends on an arm's listings is one `Budget` they share (`Budget.for_arm`):
+bytes read (`WALK_MAX_READ_BYTES`), SEEK_DATA/SEEK_HOLE steps over extents
+(`WALK_MAX_EXTENT_STEPS`, counted before each step, so a file of a million extents stops at
+the budget, not after enumerating them) and a deadline (`WALK_MAX_SECONDS`, checked per entry,
+per extent and per chunk read). A file past the read or extent budget is listed by size, its
+digest `unread`; a listing past the deadline stops there, cut `time`. A regular file with
+several names is read once per (st_dev, st_ino) in a listing: the other names reuse its
+digest, and all but the first in byte order are `Listing.repeats`, so byte totals count it
+once.
 
 A regular file is digested by its allocated extents when it has a hole (SEEK_DATA and
 SEEK_HOLE): `sparse-sha256:` over the offset, length and bytes of every extent, so a 1 TiB
@@ -15,26 +24,34 @@ file of holes costs nothing; a file without holes is the sha256 of its bytes, as
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
 import stat
+import time
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from orchestrator.untrusted import limits
-import contextlib
 
 SPARSE_PREFIX = "sparse-sha256:"
-UNREAD = "unread"  # the digest of a file past the read budget: listed by size only
+UNREAD = "unread"  # the digest of a file past the read, extent or time budget: listed by size
+EMPTY = hashlib.sha256(b"").hexdigest()  # every empty file's digest, one string for all
 _DIR_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_DIRECTORY
 _FILE_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
 _CHUNK = 1 << 20
 
 
-@dataclass(frozen=True)
+Guard = Literal["depth", "entries", "path-bytes", "read-bytes", "extents", "time", "mount"]
+GUARDS: tuple[Guard, ...] = ("depth", "entries", "path-bytes", "read-bytes", "extents", "time",
+                             "mount")
+
+
+@dataclass(frozen=True, slots=True)
 class Entry:
     """One path under a root, never followed if it is a symlink."""
 
@@ -48,7 +65,7 @@ class Entry:
 class Cut:
     """Where a walk stopped short: the guard, its bound, and the first path it held back."""
 
-    guard: Literal["depth", "entries", "path-bytes", "read-bytes", "mount"]
+    guard: Guard
     limit: int
     at: str
 
@@ -58,24 +75,50 @@ class Cut:
 
 @dataclass
 class Bounds:
-    """The caps of one walk (the defaults are `limits`'); tests pass smaller ones."""
+    """The caps of one walk and of one arm's budget (the defaults are `limits`', read when
+    the bounds are made); tests pass smaller ones."""
 
-    depth: int = limits.WALK_MAX_DEPTH
-    entries: int = limits.WALK_MAX_ENTRIES
-    path_bytes: int = limits.WALK_MAX_PATH_BYTES
-    read_bytes: int = limits.WALK_MAX_READ_BYTES
+    depth: int = field(default_factory=lambda: limits.WALK_MAX_DEPTH)
+    entries: int = field(default_factory=lambda: limits.WALK_MAX_ENTRIES)
+    path_bytes: int = field(default_factory=lambda: limits.WALK_MAX_PATH_BYTES)
+    read_bytes: int = field(default_factory=lambda: limits.WALK_MAX_READ_BYTES)
+    extent_steps: int = field(default_factory=lambda: limits.WALK_MAX_EXTENT_STEPS)
+    seconds: int = field(default_factory=lambda: limits.WALK_MAX_SECONDS)
+
+
+class Budget:
+    """What one arm's listings may still spend, all of them together: bytes read, extent
+    steps, and a deadline that starts when the budget is made."""
+
+    def __init__(self, bounds: Bounds | None = None) -> None:
+        self.bounds = bounds or Bounds()
+        self.read_bytes = self.bounds.read_bytes
+        self.extent_steps = self.bounds.extent_steps
+        self.deadline = time.monotonic() + self.bounds.seconds
+
+    def late(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+
+class _Spent(Exception):
+    """A budget ran out while one file was digested: that file is listed unread."""
+
+    def __init__(self, guard: Guard, limit: int) -> None:
+        super().__init__(guard)
+        self.guard, self.limit = guard, limit
 
 
 @dataclass
 class Listing:
     """Every entry under a root up to the caps, keyed by posix relative path, and the cuts
-    (at most one per guard; none when the listing is complete)."""
+    (at most one per guard; none when the listing is complete). `repeats`: every name of a
+    regular file with several in the listing but the first in byte order."""
 
     entries: dict[str, Entry] = field(default_factory=dict)
     cuts: list[Cut] = field(default_factory=list)
+    repeats: set[str] = field(default_factory=set)
 
-    def _cut(self, guard: Literal["depth", "entries", "path-bytes", "read-bytes", "mount"],
-             limit: int, at: str) -> None:
+    def _cut(self, guard: Guard, limit: int, at: str) -> None:
         if all(c.guard != guard for c in self.cuts):
             self.cuts.append(Cut(guard, limit, at))
 
@@ -86,10 +129,11 @@ def _open_root(root: Path | int) -> int:
     return os.open(root, os.O_RDONLY | os.O_CLOEXEC | os.O_DIRECTORY)
 
 
-def _items(root_fd: int, bounds: Bounds, listing: Listing
+def _items(root_fd: int, bounds: Bounds, listing: Listing, budget: Budget | None = None
            ) -> Iterator[tuple[int, str, str, os.stat_result]]:
     """(parent dir fd, name, relative path, lstat) of every entry, depth first, each
-    directory entered from its parent's descriptor; stops (noting the cut) at the caps."""
+    directory entered from its parent's descriptor; stops (noting the cut) at the caps and
+    at the budget's deadline."""
     root_dev = os.fstat(root_fd).st_dev
     stack: list[tuple[int, Iterator[os.DirEntry[str]], str, int]] = []
     top = os.dup(root_fd)
@@ -105,6 +149,9 @@ def _items(root_fd: int, bounds: Bounds, listing: Listing
                 stack.pop()
                 continue
             rel = prefix + item.name
+            if budget is not None and budget.late():
+                listing._cut("time", budget.bounds.seconds, rel)
+                return
             if seen >= bounds.entries:
                 listing._cut("entries", bounds.entries, rel)
                 return
@@ -140,16 +187,20 @@ def _items(root_fd: int, bounds: Bounds, listing: Listing
             os.close(fd)
 
 
-def listing(root: Path | int, *, digests: bool = True, bounds: Bounds | None = None
-            ) -> Listing:
+def listing(root: Path | int, *, digests: bool = True, bounds: Bounds | None = None,
+            budget: Budget | None = None) -> Listing:
     """Every path under `root` (not `root` itself): files by content (when `digests`), links
-    by their target, never followed; complete up to the caps, and cut where it stopped."""
-    bounds = bounds or Bounds()
+    by their target, never followed; complete up to the caps, and cut where it stopped.
+    `budget` is the arm's, shared with its other listings (a fresh one when None)."""
+    bounds = bounds or (budget.bounds if budget is not None else Bounds())
+    budget = budget or Budget(bounds)
     out = Listing()
-    budget = [bounds.read_bytes]
+    # (st_dev, st_ino) of a file with several names: its digest and its first name in byte
+    # order (the one whose bytes count; the others are `repeats`, whatever the walk's order).
+    links: dict[tuple[int, int], tuple[str, str]] = {}
     root_fd = _open_root(root)
     try:
-        for fd, name, rel, st in _items(root_fd, bounds, out):
+        for fd, name, rel, st in _items(root_fd, bounds, out, budget):
             mode = stat.S_IMODE(st.st_mode)
             if stat.S_ISLNK(st.st_mode):
                 target = os.fsencode(os.readlink(name, dir_fd=fd))
@@ -158,7 +209,15 @@ def listing(root: Path | int, *, digests: bool = True, bounds: Bounds | None = N
             elif stat.S_ISDIR(st.st_mode):
                 out.entries[rel] = Entry("dir", mode, 0, "")
             elif stat.S_ISREG(st.st_mode):
-                digest = _file_digest(fd, name, rel, st, budget, bounds, out) if digests else ""
+                inode = (st.st_dev, st.st_ino)
+                if st.st_nlink > 1 and inode in links:
+                    digest, first = links[inode]
+                    out.repeats.add(max(rel, first, key=os.fsencode))
+                    links[inode] = digest, min(rel, first, key=os.fsencode)
+                else:
+                    digest = _file_digest(fd, name, rel, st, budget, out) if digests else ""
+                    if st.st_nlink > 1:
+                        links[inode] = digest, rel
                 out.entries[rel] = Entry("file", mode, st.st_size, digest)
             else:
                 out.entries[rel] = Entry("other", mode, 0, stat.filemode(st.st_mode))
@@ -167,47 +226,67 @@ def listing(root: Path | int, *, digests: bool = True, bounds: Bounds | None = N
     return out
 
 
-def _file_digest(parent: int, name: str, rel: str, st: os.stat_result, budget: list[int],
-                 bounds: Bounds, out: Listing) -> str:
+def _file_digest(parent: int, name: str, rel: str, st: os.stat_result, budget: Budget,
+                 out: Listing) -> str:
+    if st.st_size == 0:
+        return EMPTY
     try:
         fd = os.open(name, _FILE_FLAGS, dir_fd=parent)
     except OSError as exc:
         return "unreadable:" + errno.errorcode.get(exc.errno or 0, str(exc.errno))
     try:
-        size = os.fstat(fd).st_size
-        extents = _extents(fd, size)
-        if sum(length for _, length in extents) > budget[0]:
-            out._cut("read-bytes", bounds.read_bytes, rel)
-            return UNREAD
-        sparse = extents != [(0, size)] and size > 0
-        total = hashlib.sha256()
-        for offset, length in extents:
-            if sparse:
-                total.update(b"%d %d\n" % (offset, length))
-            done = 0
-            while done < length:
-                chunk = os.pread(fd, min(_CHUNK, length - done), offset + done)
-                if not chunk:
-                    break  # shrank since the stat: what was there is what is hashed
-                total.update(chunk)
-                done += len(chunk)
-            budget[0] -= done
-        return (SPARSE_PREFIX if sparse else "") + total.hexdigest()
+        return _digest_open(fd, budget)
+    except _Spent as spent:
+        out._cut(spent.guard, spent.limit, rel)
+        return UNREAD
     finally:
         os.close(fd)
 
 
-def _extents(fd: int, size: int) -> list[tuple[int, int]]:
-    """(offset, length) of every allocated extent: the whole file when it has no hole (or
-    the file system cannot say), none for a file that is all hole."""
+def _digest_open(fd: int, budget: Budget) -> str:
+    """The digest of an open file; `_Spent` when a budget runs out before it is read whole
+    (nothing is read of a file whose allocated bytes are past the read budget)."""
+    size = os.fstat(fd).st_size
+    extents = _extents(fd, size, budget)
+    allocated = sum(extents[1::2])
+    if allocated > budget.read_bytes:
+        raise _Spent("read-bytes", budget.bounds.read_bytes)
+    sparse = list(extents) != [0, size] and size > 0
+    total = hashlib.sha256()
+    for i in range(0, len(extents), 2):
+        offset, length = extents[i], extents[i + 1]
+        if sparse:
+            total.update(b"%d %d\n" % (offset, length))
+        done = 0
+        while done < length:
+            if budget.late():
+                raise _Spent("time", budget.bounds.seconds)
+            chunk = os.pread(fd, min(_CHUNK, length - done), offset + done)
+            if not chunk:
+                break  # shrank since the stat: what was there is what is hashed
+            total.update(chunk)
+            done += len(chunk)
+        budget.read_bytes -= done
+    return (SPARSE_PREFIX if sparse else "") + total.hexdigest()
+
+
+def _extents(fd: int, size: int, budget: Budget) -> array[int]:
+    """offset, length, offset, length... of every allocated extent: the whole file when it
+    has no hole (or the file system cannot say), none for a file that is all hole. Each
+    SEEK_DATA/SEEK_HOLE pair is paid from the budget before it is made (`_Spent`)."""
     try:
         if os.lseek(fd, 0, os.SEEK_HOLE) >= size:
-            return [(0, size)]
+            return array("q", (0, size))
     except OSError:
-        return [(0, size)]
-    found: list[tuple[int, int]] = []
+        return array("q", (0, size))
+    found = array("q")
     offset = 0
     while offset < size:
+        if budget.extent_steps < 2:
+            raise _Spent("extents", budget.bounds.extent_steps)
+        if budget.late():
+            raise _Spent("time", budget.bounds.seconds)
+        budget.extent_steps -= 2
         try:
             start = os.lseek(fd, offset, os.SEEK_DATA)
         except OSError as exc:
@@ -215,7 +294,7 @@ def _extents(fd: int, size: int) -> list[tuple[int, int]]:
                 break  # only a hole is left
             raise
         end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
-        found.append((start, end - start))
+        found.extend((start, end - start))
         offset = end
     return found
 

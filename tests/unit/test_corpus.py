@@ -577,3 +577,27 @@ def test_an_archive_links_a_name_to_a_file_past_the_depth_cut() -> None:
     assert found.entries["shallow"].kind == "file"
     assert found.entries["shallow"].digest == "unread"
     assert [c.guard for c in found.cuts] == ["depth"]
+
+
+def test_an_archive_counts_a_file_with_several_names_once_and_stops_at_the_deadline() -> None:
+    """A hard link in a tar reuses its file's digest; every name but the first in byte order
+    is a repeat (as `snapshot` counts them); past the arm's deadline the listing stops."""
+    import io
+    import tarfile
+
+    from orchestrator.untrusted import walk
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        member = tarfile.TarInfo("./m")
+        member.size = 2
+        archive.addfile(member, io.BytesIO(b"ok"))
+        for name in ("./z", "./a"):
+            link = tarfile.TarInfo(name)
+            link.type, link.linkname = tarfile.LNKTYPE, "./m"
+            archive.addfile(link)
+    found = corpus.snapshot_of_archive([out.getvalue()])
+    assert {e.digest for e in found.entries.values()} == {hashlib.sha256(b"ok").hexdigest()}
+    assert found.repeats == {"m", "z"}
+    late = corpus.snapshot_of_archive([out.getvalue()], walk.Budget(walk.Bounds(seconds=0)))
+    assert late.entries == {} and [(c.guard, c.at) for c in late.cuts] == [("time", "m")]

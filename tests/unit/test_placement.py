@@ -21,6 +21,7 @@ from orchestrator.images import ImageLock
 from orchestrator.placement import local, other_host
 from orchestrator.remote import RemoteSite
 from orchestrator.sandbox_spec import HelperFile, SandboxSpec
+from orchestrator.untrusted import walk
 
 PACKAGE = Path(__file__).resolve().parents[2] / "orchestrator"
 # The modules that run an arm wherever it is: they may use the interface, never what is
@@ -134,7 +135,7 @@ class _PodPlacement:
                      sizes: Mapping[str, int], exec_path: str) -> SandboxSpec:
         raise NotImplementedError
 
-    def snapshot(self, name: str) -> corpus.Snapshot:
+    def snapshot(self, name: str, budget: walk.Budget) -> corpus.Snapshot:
         return corpus.Snapshot({})
 
 

@@ -299,6 +299,31 @@ def test_a_listing_cut_at_a_walk_bound_is_carried_to_the_document(built: RunBuil
     assert "\n# Forged" not in document
 
 
+def test_names_state_json_left_out_are_counted_in_scores_and_results(built: RunBuilder) -> None:
+    """A state list cut to its first names (orchestrator/disclosure.py) keeps its count and
+    bytes exact: scores.json carries what it left out, the state table counts every file and
+    results.md says how many more there were; a time cut is shown in seconds."""
+    from orchestrator.report.markdown import render_markdown
+    from orchestrator.report.tables import state as state_table
+    path = built.run_dir / "arms" / "peer" / "state.json"
+    state = json.loads(path.read_text())
+    left = {"count": 999_990, "bytes": 12_345}
+    cut = {"guard": "time", "limit": 300, "at": "many/d0999"}
+    path.write_text(json.dumps({**state, "state_files": [[f"f{i}", 1] for i in range(10)],
+                                "state_files_omitted": left, "state_cut": [cut]}))
+    scores = score_run(built.run_dir, built.suite_dir)
+    assert scores["state"]["peer"]["state_files_omitted"] == left
+    assert "state_files_omitted" not in scores["state"]["rg"]
+    assert problems(scores) == []
+    _, rows = state_table(scores)
+    assert next(r for r in rows if r[0] == "peer")[2] == "1,000,000"
+    document = render_markdown(scores)
+    assert "  - state: 999,990 more files (12,345 bytes), past the names state.json lists" \
+        in document.splitlines()
+    assert "  - state listing cut at its time bound (300 s), first left out: many/d0999" \
+        in document.splitlines()
+
+
 def test_install_times_of_images_built_at_once_are_disclosed(tmp_path: Path) -> None:
     """An image built beside others (images build --jobs) has a shared wall time as its
     install time: the disclosure says so, naming those arms."""

@@ -140,3 +140,82 @@ def test_chown_tree_never_follows_a_link(tmp_path: Path) -> None:
     assert {os.lstat(p).st_uid for p in (root, root / "a", root / "a" / "f",
                                          root / "a" / "link")} == {4321}
     assert outside.stat().st_uid == os.geteuid()
+
+
+def one_block_extents(path: Path, count: int) -> None:
+    """A sparse file of `count` one-block extents, one block of hole between each."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for i in range(count):
+            os.pwrite(fd, b"x", 2 * i * 4096)
+    finally:
+        os.close(fd)
+
+
+def test_extents_are_paid_for_before_they_are_enumerated(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    one_block_extents(tmp_path / "many", 500)
+    (tmp_path / "plain").write_bytes(b"plain")
+    calls = []
+    seek = os.lseek
+    monkeypatch.setattr(os, "lseek", lambda fd, pos, how: calls.append(how) or seek(fd, pos, how))
+    found = walk.listing(tmp_path, bounds=walk.Bounds(extent_steps=100))
+    assert [(c.guard, c.limit, c.at) for c in found.cuts] == [("extents", 100, "many")]
+    assert found.entries["many"].digest == walk.UNREAD
+    assert found.entries["plain"].digest == hashlib.sha256(b"plain").hexdigest()
+    assert len(calls) <= 100 + 2  # the hole checks of both files, then the budget's steps
+    whole = walk.listing(tmp_path)
+    assert whole.cuts == [] and whole.entries["many"].digest.startswith(walk.SPARSE_PREFIX)
+
+
+def test_a_file_with_many_names_is_read_once_and_counted_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "m-first").write_bytes(b"linked" * 1000)
+    for i in range(40):
+        os.link(tmp_path / "m-first", tmp_path / f"z{i:02}")
+    os.link(tmp_path / "m-first", tmp_path / "a-smallest")
+    reads = []
+    digest_open = walk._digest_open
+    monkeypatch.setattr(walk, "_digest_open", lambda fd, budget: reads.append(fd)
+                        or digest_open(fd, budget))
+    found = walk.listing(tmp_path)
+    assert len(reads) == 1
+    assert {e.digest for e in found.entries.values()} == \
+        {hashlib.sha256(b"linked" * 1000).hexdigest()}
+    assert found.repeats == set(found.entries) - {"a-smallest"}  # byte order, not walk order
+    snap = snapshot(tmp_path)
+    assert snap.repeats == frozenset(found.repeats)
+
+
+def test_one_budget_is_shared_by_an_arms_listings(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "f").write_bytes(b"y" * 300)
+    budget = walk.Budget(walk.Bounds(read_bytes=500))
+    assert walk.listing(tmp_path / "a", budget=budget).cuts == []
+    second = walk.listing(tmp_path / "b", budget=budget)
+    assert [c.guard for c in second.cuts] == ["read-bytes"]
+    assert second.entries["f"].digest == walk.UNREAD
+
+
+def test_a_listing_past_the_deadline_stops_cut_time(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(10):
+        (tmp_path / f"f{i}").write_bytes(b"z" * (3 << 20))
+    clock = [0.0]
+    monkeypatch.setattr(walk.time, "monotonic", lambda: clock[0])
+    budget = walk.Budget(walk.Bounds(seconds=5))
+    reads = []
+    pread = os.pread
+
+    def slow(fd: int, n: int, offset: int) -> bytes:
+        clock[0] += 1  # each 1 MiB read takes a second of the budget
+        reads.append(n)
+        return pread(fd, n, offset)
+
+    monkeypatch.setattr(os, "pread", slow)
+    found = walk.listing(tmp_path, budget=budget)
+    assert [(c.guard, c.limit) for c in found.cuts] == [("time", 5)]
+    assert len(reads) == 5  # stopped inside the second file, at the deadline
+    assert len(found.entries) == 2 and list(found.entries.values())[1].digest == walk.UNREAD
+    assert walk.listing(tmp_path, budget=budget).entries == {}  # the arm's next listing
