@@ -2,23 +2,26 @@
 (`limits.DOCUMENT_LIST_MAX_ITEMS`), with the bounds made small: every parser stops at the first
 row, line or JSON item past its bound and the cell is a classified `parse-error` (never graded
 on a cut), the same bytes always give the same cell, one arm's answer changes only its cells,
-and every tool-derived list scores.json and results.md copy is cut to the bound with the
-count of the whole."""
+every tool-derived list scores.json and results.md copy is cut to the bound with the count
+of the whole, and a published comparison counts its lines and bytes without building a copy
+of the answer."""
 
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_grading_rules import _figures, _swapped
 from test_parsers import FIXTURES, fixture
 from test_score_fixtures import Arm, Cell, RunBuilder, rg_rows
 
 from orchestrator import parsers
 from orchestrator.parsers import _shapes
 from orchestrator.report.markdown import render_markdown
-from orchestrator.score import compute, edges, listed, score_run
+from orchestrator.score import compute, edges, listed, published, score_run
 from orchestrator.untrusted import decode, limits
 from orchestrator.untrusted.errors import HostileInput
 
@@ -230,3 +233,15 @@ def test_edge_non_matches_are_cut_with_their_count(monkeypatch: pytest.MonkeyPat
     assert calls["lists_cut"] == {"non_matches": 5}
     tests = edges.grade_tests(truth, arm, bands).detail
     assert (tests["arm_pairs"], len(tests["extra"]), tests["lists_cut"]) == (5, 2, {"extra": 5})
+
+
+def test_the_swapped_figures_are_those_of_the_swapped_output() -> None:
+    """Counted without building the swapped copy, on every shape of line break, a last line
+    that is the mount itself, and prefixes that are empty or hold a newline."""
+    rng = random.Random(7)
+    parts = [b"/corpus/", b"a", b"\n", b"\r", b"\r\n", b"/corpus", b"x/"]
+    for _ in range(20_000):
+        out = b"".join(rng.choice(parts) for _ in range(rng.randint(0, 8)))
+        for prefix in ("p/", "", "a\n", "\n"):
+            assert published.swapped_figures(out, prefix) == \
+                _figures(_swapped(out, prefix)), (out, prefix)
