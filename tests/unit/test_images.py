@@ -418,12 +418,12 @@ class _HostShellEngine:
 def test_manifests_and_tool_version_come_from_one_container(tmp_path: Path) -> None:
     if shutil.which("dpkg-query") is None:
         pytest.skip("needs dpkg-query on this host")
-    build_mod = importlib.import_module("orchestrator.images.build")
+    manifests = importlib.import_module("orchestrator.images.manifests")
     recipe = dataclasses.replace(images.load_recipes(REPO / "images")["rg"],
                                  tool_version=("echo", "ripgrep 13.0.0", "--x"))
     settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
     engine = _HostShellEngine()
-    got = build_mod._manifests(engine, settings, recipe, "sha256:" + "1" * 64)
+    got = manifests.read_manifests(engine, settings, recipe, "sha256:" + "1" * 64)
     assert engine.runs == 1
     assert got["tool_version"] == "ripgrep 13.0.0 --x"
     dpkg = (settings.bench_root / got["manifests"]["dpkg"]["path"]).read_text()
