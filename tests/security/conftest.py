@@ -36,6 +36,7 @@ from orchestrator.engine import Engine
 from orchestrator.settings import Settings, load_settings
 from orchestrator.suite import every_scorer_source
 from orchestrator.transcripts import ExecRecord, read_record
+from tests.security.reading import status_kib
 
 SECURITY = Path(__file__).resolve().parent
 REPO = SECURITY.parents[1]
@@ -383,12 +384,6 @@ def _write_arms(project: Path, bench: Path, listener: Listener) -> None:
 
 # -- the main run ----------------------------------------------------------------------------------
 
-def _status_kib(field_name: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field_name + ":"):
-            return int(line.split()[1])
-    raise KeyError(field_name)
-
 
 @dataclass
 class MainRun:
@@ -439,7 +434,7 @@ def attempts_in(path: Path) -> dict[str, tuple[str, str]]:
 def main_run(world: World) -> MainRun:
     """The one run of every hostile arm beside rg and rg-late, two arms at a time, with the
     canary variable in the orchestrator's environment and its peak RSS measured."""
-    rss_before = _status_kib("VmRSS")
+    rss_before = status_kib("VmRSS")
     try:  # reset the peak RSS to now, so VmHWM after the run is the run's own peak
         Path("/proc/self/clear_refs").write_text("5")
         reset = True
@@ -472,7 +467,7 @@ def main_run(world: World) -> MainRun:
         run_dir = run.execute(world.engine, world.settings, "main", jobs=2, progress=progress)
     seconds = time.monotonic() - started
     time.sleep(0.3)  # a late datagram still reaches the listener
-    return MainRun(world, run_dir, seconds, rss_before, _status_kib("VmHWM"), reset, logs)
+    return MainRun(world, run_dir, seconds, rss_before, status_kib("VmHWM"), reset, logs)
 
 
 @pytest.fixture(scope="session")

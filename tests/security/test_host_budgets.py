@@ -19,7 +19,6 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,6 +29,7 @@ from orchestrator.settings import Settings
 from orchestrator.untrusted import limits
 from tests.integration.conftest import built, project_copy  # noqa: F401 (the fixture)
 from tests.security.conftest import TASKS, probe_arm, write_suite
+from tests.security.reading import arm_rows, arm_state, status_kib
 
 pytestmark = pytest.mark.integration
 EXTENTS, LINKS = 100_000, 64_999
@@ -101,13 +101,6 @@ def project(engine: Engine, built: Settings,  # noqa: F811
     return Budgets(engine, settings)
 
 
-def _status_kib(field_name: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field_name + ":"):
-            return int(line.split()[1])
-    raise KeyError(field_name)
-
-
 @dataclass
 class Measured:
     run_dir: Path
@@ -122,19 +115,9 @@ def budgets_run(project: Budgets) -> Measured:
     with pytest.MonkeyPatch.context() as mp:
         run_dir = project.run("budgets", mp, WALK_MAX_EXTENT_STEPS=EXTENT_STEPS)
     seconds = time.monotonic() - started
-    peak = _status_kib("VmHWM") / 1024
+    peak = status_kib("VmHWM") / 1024
     scorer.score_run(run_dir, project.settings.suite_dir("budgets"))
     return Measured(run_dir, seconds, peak)
-
-
-def _state(run_dir: Path, arm: str) -> dict[str, Any]:
-    return json.loads((run_dir / "arms" / arm / "state.json").read_text())
-
-
-def _rows(run_dir: Path, arm: str) -> dict[str, list[bytes]]:
-    cells = run_dir / "cells" / arm
-    return {str(p.parent.relative_to(cells)): sorted(p.read_bytes().splitlines())
-            for p in sorted(cells.glob("*/*/stdout"))}
 
 
 def test_the_run_completes_and_the_well_behaved_arms_are_undisturbed(
@@ -143,8 +126,8 @@ def test_the_run_completes_and_the_well_behaved_arms_are_undisturbed(
     assert meta["status"] == "complete"
     clean = project.run("clean", monkeypatch)
     for arm in ("rg", "rg-late"):
-        assert _rows(budgets_run.run_dir, arm) == _rows(clean, "rg")
-        assert _state(budgets_run.run_dir, arm) == _state(clean, "rg")
+        assert arm_rows(budgets_run.run_dir, arm) == arm_rows(clean, "rg")
+        assert arm_state(budgets_run.run_dir, arm) == arm_state(clean, "rg")
     for arm in ("h-extents", "h-names"):
         setup = json.loads((budgets_run.run_dir / "cells" / arm / "_setup" / "record.json")
                            .read_text())
@@ -153,7 +136,7 @@ def test_the_run_completes_and_the_well_behaved_arms_are_undisturbed(
 
 def test_a_hard_linked_file_of_many_extents_is_enumerated_once_to_its_budget(
         budgets_run: Measured) -> None:
-    state = _state(budgets_run.run_dir, "h-extents")
+    state = arm_state(budgets_run.run_dir, "h-extents")
     (cut,) = state["state_cut"]
     assert cut["guard"] == "extents" and cut["limit"] == EXTENT_STEPS
     assert cut["at"] == "extents" or cut["at"].startswith("links/")
@@ -170,7 +153,7 @@ def test_a_hard_linked_file_of_many_extents_is_enumerated_once_to_its_budget(
 
 def test_a_million_names_cost_the_documents_and_the_host_a_bounded_amount(
         budgets_run: Measured) -> None:
-    state = _state(budgets_run.run_dir, "h-names")
+    state = arm_state(budgets_run.run_dir, "h-names")
     (cut,) = state["state_cut"]
     assert cut["guard"] == "entries" and cut["limit"] == limits.WALK_MAX_ENTRIES
     assert len(state["state_files"]) == limits.DISCLOSED_NAMES
@@ -191,9 +174,9 @@ def test_an_arms_listings_stop_at_its_deadline(project: Budgets,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     run_dir = project.run("slow", monkeypatch, WALK_MAX_SECONDS=SLOW_SECONDS)
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
-    state = _state(run_dir, "h-names")
+    state = arm_state(run_dir, "h-names")
     assert [c["guard"] for c in state["state_cut"]] == ["time"]
     assert state["state_cut"][0]["limit"] == SLOW_SECONDS
     # The corpus copy is listed first, inside the budget: its tamper comparison is whole.
     assert state["corpus_cut"] is None and state["corpus_changes"] == []
-    assert _state(run_dir, "rg")["state_cut"] is None
+    assert arm_state(run_dir, "rg")["state_cut"] is None

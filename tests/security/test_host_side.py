@@ -35,6 +35,7 @@ from orchestrator.settings import Settings
 from orchestrator.untrusted import limits, walk
 from tests.integration.conftest import built, project_copy  # noqa: F401 (the fixture)
 from tests.security.conftest import TASKS, probe_arm, write_suite
+from tests.security.reading import arm_rows, arm_state
 
 pytestmark = pytest.mark.integration
 TIB = 1 << 40
@@ -184,22 +185,11 @@ def host_run(project: Project) -> tuple[Path, float]:
     return run_dir, seconds
 
 
-def _state(run_dir: Path, arm: str) -> dict[str, Any]:
-    return json.loads((run_dir / "arms" / arm / "state.json").read_text())
-
-
-def _rows(run_dir: Path, arm: str) -> dict[str, list[bytes]]:
-    """Each cell's rows, sorted (rg prints them in the order its threads find them)."""
-    cells = run_dir / "cells" / arm
-    return {str(p.parent.relative_to(cells)): sorted(p.read_bytes().splitlines())
-            for p in sorted(cells.glob("*/*/stdout"))}
-
-
 def test_no_git_config_route_runs_a_command_on_the_host(project: Project,
                                                         host_run: tuple[Path, float]) -> None:
     run_dir, _ = host_run
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
-    changes = {c["path"] for c in _state(run_dir, "h-gitcfg")["corpus_changes"]}
+    changes = {c["path"] for c in arm_state(run_dir, "h-gitcfg")["corpus_changes"]}
     assert {".git/config", ".gitattributes", ".git/h/post-checkout"} <= changes  # planted
     assert any(p.startswith(".git/objects/") for p in changes)  # every object gone
     assert sorted(p.name for p in project.markers.iterdir()) == []
@@ -208,12 +198,12 @@ def test_no_git_config_route_runs_a_command_on_the_host(project: Project,
     scores = json.loads((run_dir / "scores.json").read_text())
     assert scores["reach_index"]["available"] is True
     clean = project.run("clean", only=["rg"])
-    assert _rows(run_dir, "rg") == _rows(clean, "rg")
+    assert arm_rows(run_dir, "rg") == arm_rows(clean, "rg")
 
 
 def test_huge_sparse_files_cost_the_host_nothing(host_run: tuple[Path, float]) -> None:
     run_dir, seconds = host_run
-    state = _state(run_dir, "h-sparse")
+    state = arm_state(run_dir, "h-sparse")
     assert ["huge", TIB] in state["state_files"] and state["out_files"] == [["huge-out", TIB]]
     assert state["out_bytes"] == TIB
     assert state["sparse_files"] == {"corpus": [], "state": ["huge"], "out": ["huge-out"]}
@@ -227,7 +217,7 @@ def test_a_deep_tree_then_a_resume_is_listed_to_its_bound(project: Project) -> N
     (run_dir,) = project.settings.runs_dir.glob("run-deep-*")
     run_dir = project.run("deep", resume=run_dir)
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
-    state = _state(run_dir, "h-deep")
+    state = arm_state(run_dir, "h-deep")
     (cut,) = state["state_cut"]
     assert cut["guard"] == "depth" and cut["limit"] == limits.WALK_MAX_DEPTH
     assert cut["at"] == "deep/" + "d/" * (limits.WALK_MAX_DEPTH - 1)

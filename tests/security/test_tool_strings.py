@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -31,6 +30,7 @@ from orchestrator.settings import Settings
 from orchestrator.untrusted import limits
 from tests.integration.conftest import built, project_copy  # noqa: F401 (the fixture)
 from tests.security.conftest import TASKS, probe_arm, write_suite
+from tests.security.reading import arm_rows, arm_state
 
 pytestmark = pytest.mark.integration
 BIG = 256 << 10
@@ -98,15 +98,9 @@ def _render(run_dir: Path) -> None:
     html.write(done.scores, run_dir / "results.html")
 
 
-def _state(run_dir: Path, arm: str) -> dict[str, Any]:
-    raw = (run_dir / "arms" / arm / "state.json").read_bytes()
-    raw.decode("utf-8")  # strict: every name was made encodable
-    return json.loads(raw)
-
-
 def test_a_name_and_the_name_spelling_its_escape_are_two_entries(strings_run: Path) -> None:
     assert json.loads((strings_run / "run.json").read_text())["status"] == "complete"
-    state = _state(strings_run, "h-names")
+    state = arm_state(strings_run, "h-names")
     files = dict(map(tuple, state["state_files"]))
     assert files["bad-\\xff.txt"] == BIG and files["bad-\\\\xff.txt"] == 0
     assert state["state_bytes"] >= BIG
@@ -130,14 +124,7 @@ def test_lone_surrogates_in_an_answer_score_and_render(strings_run: Path,
         encoding="utf-8").splitlines() if line.startswith("- h-json: outside the truth"))
     assert outside.endswith("inventory/src/\\\\xff.rs, inventory/src/x\\\\ud800.rs"), outside
     clean = run.execute(engine, project, "clean")
-    assert _rows(strings_run, "rg") == _rows(clean, "rg")
-
-
-def _rows(run_dir: Path, arm: str) -> dict[str, list[bytes]]:
-    """Each cell's rows, sorted (rg prints them in the order its threads find them)."""
-    cells = run_dir / "cells" / arm
-    return {str(p.parent.relative_to(cells)): sorted(p.read_bytes().splitlines())
-            for p in sorted(cells.glob("*/*/stdout"))}
+    assert arm_rows(strings_run, "rg") == arm_rows(clean, "rg")
 
 
 @pytest.mark.parametrize("document", ["results.md", "results.html"])
