@@ -22,6 +22,7 @@ from typing import IO, Any
 
 from orchestrator import (execproto, guards, isolation, labels, log, placement, runtimes,
                           sandbox_spec)
+from orchestrator import canary as canary_mod
 from orchestrator.engine import AttachChannel, Engine, ExecStream
 from orchestrator.errors import EngineError, GuardViolation, SandbenchError
 from orchestrator.sandbox_spec import HELPER, MIB, SandboxSpec
@@ -145,7 +146,7 @@ class Sandbox:
         results = guards.check_outside(self.policy, inspect, self.host_snapshot)
         probe = None
         if not guards.failures(results):
-            with guards.loopback_canary() as canary:
+            with canary_mod.loopback_canary() as canary:
                 facts = self._probe(canary.port)
                 time.sleep(0.05)  # let a datagram that did escape reach the canary
                 # No report: every inside guard is judged on no facts, so the arm is refused

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from orchestrator import canary as canary_mod
 from orchestrator import guards
 from orchestrator.errors import InputError
 
@@ -255,7 +256,7 @@ def test_policy_round_trips_through_json() -> None:
 
 def test_canary_counts_what_reaches_it() -> None:
     import socket
-    with guards.loopback_canary() as canary:
+    with canary_mod.loopback_canary() as canary:
         socket.create_connection(("127.0.0.1", canary.port), timeout=2).close()
         udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         udp.sendto(b"x", ("127.0.0.1", canary.port))
