@@ -10,249 +10,41 @@ its own `[grading]` and carry, per arm, the figures a publication reported (`[pu
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
-import shlex
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator import corpus, importgraph, parsers, runtimes
+from orchestrator import corpus, runtimes
 from orchestrator.corpus.git import clean_git
 from orchestrator.errors import InputError
-from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
+from orchestrator.fsutil import read_toml
 from orchestrator.kinds import ALL_KINDS, COMMON_PLACEHOLDERS, EDGE_KINDS, INPUT_KEY, PLACEHOLDER
-from orchestrator.settings import Settings
 from orchestrator.shared_checks import number, repo_path
 from orchestrator.untrusted.strings import portable_bytes
+from orchestrator.suite_model import (
+    BAND_KEYS, COMMAND_KEYS, COMMAND_OUTPUTS, CORPUS_ROOT, DECIMAL, EDGE_BAND_KEYS,
+    FAMILIES, GRADING_CHOICES, GRADING_KEYS, GradingRules, LANGUAGES, MANIFEST,
+    OPTIONAL_SUITE_KEYS, OPTIONAL_TASK_KEYS, ORACLE_KEYS, ORACLE_OPTIONAL_KEYS, OracleRef,
+    PARSERS_PACKAGE, PREREGISTRATION, PUBLISHED_KEYS, PUBLISHED_OPTIONAL_KEYS, Published,
+    SCORER_ENTRY, SCRIPT_PLACEHOLDER, SCRIPT_PRELUDE, SUITE_KEYS, Suite, TASK_ID, TASK_KEYS,
+    TRUTH_DIR, TRUTH_KEYS, TRUTH_RULES, Task, TaskCommand, VERDICT_NAMES)
+from orchestrator.sealing import (
+    SealDifference, corpus_pin, every_scorer_source, manifest_sha256, parser_module,
+    scorer_sources, seal, sealed_inputs, verify_seal)
 
-LANGUAGES = {"csharp": "cs", "typescript": "ts", "rust": "rs"}
-SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_s",
-              "precision_cap", "top_k", "bands"}
-# Optional: the oracle whose index is the suite's compiler truth (sandbench truth build), the
-# metric families of the methodology the suite cannot run, each with its quoted reason, and the
-# arm whose facts (version, build, isolation) the disclosure block opens with. Optional because
-# a suite sealed before it existed must still load to be scored; without it those lines are n/a.
-OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted", "tool_under_test", "grading",
-                       "truth_rule", "runtime"}
-# Optional: the mechanical rule `sandbench suite add-tasks` computes a task's truth by (the rules
-# of orchestrator/truth_rules.py); a suite whose truth was written by hand declares none.
-TRUTH_RULES = ("text-v1", "text-v1-declaring-admissible")
-FAMILIES = ("resolver-precision", "rust-edges", "typescript-reference-parity")
-ORACLE_KEYS = {"arm", "project"}
-ORACLE_OPTIONAL_KEYS = {"edges"}
-TRUTH_DIR = "truth"
-BAND_KEYS = {"references_correct_recall", "references_correct_max_outside",
-             "references_partial_recall", "impact_partial_fraction"}
-# The Rust edges family's thresholds (the methodology's, registered before any run): a cell of
-# an edge kind is correct when both hold, partial when one does. Required with edge tasks.
-EDGE_BAND_KEYS = {"edges_correct_precision", "edges_correct_recall"}
-TASK_KEYS = {"id", "kind", "language", "explanation", "input", "truth"}
-# A task's own command for an arm ([commands.ARM]): exactly one of argv and script, how its
-# output is read, and where its answer is when it prints several calls' outputs.
-COMMAND_KEYS = {"argv", "script", "output", "sections", "answer_section"}
-COMMAND_OUTPUTS = ("tool", "file-list")
-# A {placeholder} in a script; `${name}` is the shell's own expansion, left to it.
-SCRIPT_PLACEHOLDER = re.compile(r"(?<!\$)" + PLACEHOLDER.pattern)
-# The placeholder a task's command has beyond an arm template's: the corpus root in the sandbox.
-CORPUS_ROOT = "/corpus"
-# What a task's script runs after: `call ARGV...` prints one `sandbench-call: ARGV` line on
-# stderr (a newline in a word printed as a space, so one call is one line), then runs ARGV
-# with its status. Only calls made through it count (orchestrator/parsers: calls).
-SCRIPT_PRELUDE = """call() {
-    printf 'sandbench-call: %s\\n' "$(printf '%s ' "$@" | tr '\\n\\r' '  ')" >&2
-    "$@"
-}
-"""
-# Optional in a task: its own grading rules (over the suite's) and the publication's figures.
-OPTIONAL_TASK_KEYS = {"commands", "grading", "published"}
-# The grading rules, each with its choices (the first is the default: today's behaviour), in
-# suite.toml's [grading] and a task's own [grading]; precision_cap_multiple is a whole number.
-GRADING_CHOICES = {"cut": ("top_k", "none"),
-                   "precision_cap": ("absolute", "graded-multiple"),
-                   "over_cap": ("wrong", "banded"),
-                   "seed": ("dropped", "counted"),
-                   "cell_grade": ("cold", "worst")}
-GRADING_KEYS = (*GRADING_CHOICES, "precision_cap_multiple")
-VERDICT_NAMES = ("correct", "partial", "wrong")
-PUBLISHED_KEYS = {"source", "bytes", "path_prefix", "grade"}
-# Optional: a publication that printed no line count (or recall, ...) has none to compare.
-PUBLISHED_OPTIONAL_KEYS = {"lines", "recall", "precision", "graded", "tool_version", "platform"}
-DECIMAL = re.compile(r"^[0-9]+(?:\.[0-9]+)?$")
-TRUTH_KEYS = {"locate": ({"primary"}, {"touched", "types"}),
-              "references": ({"core"}, {"admissible"}),
-              "impact": ({"graded"}, set()),
-              "e2e-retrieval": ({"touched"}, set()),
-              # The edge kinds' truth is the oracle's (truth/ORACLE.json); the task states the
-              # rule it is graded by, in words.
-              "call-edges": ({"rule"}, set()), "test-edges": ({"rule"}, set())}
-TASK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-MANIFEST = "manifest.json"
-PREREGISTRATION = "preregistration.md"
-# The scorer's entry module: a suite's seal covers every module of the orchestrator package it
-# imports (orchestrator/importgraph.py), so a change to how a number is computed changes the
-# seal, except the per-tool parser modules: each suite's seal adds those of its own arms.
-SCORER_ENTRY = "orchestrator.score.scorer"
-PARSERS_PACKAGE = parsers.__name__
-
-
-@dataclass(frozen=True)
-class TaskCommand:
-    """The command a task gives one arm instead of the arm's template (what a publication ran):
-    an argv, or a script run as `/bin/sh -c` after SCRIPT_PRELUDE (its {placeholders} become
-    shell-quoted words; `${name}` stays the shell's); how its output is read
-    (`tool`: the arm's parser, `file-list`: one path per line); and, when it prints several
-    calls' outputs, the separator line between them and which section is the answer."""
-
-    argv: tuple[str, ...] | None
-    script: str | None
-    output: str = "tool"
-    sections: str | None = None
-    answer_section: str | int = "last"
-
-    def render(self, values: dict[str, str]) -> list[str]:
-        """What runs: every {placeholder} filled (in a script, as one shell-quoted word)."""
-        if self.argv is not None:
-            return [PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in self.argv]
-        assert self.script is not None
-        script = SCRIPT_PLACEHOLDER.sub(lambda m: shlex.quote(values[m.group(1)]), self.script)
-        return ["/bin/sh", "-c", SCRIPT_PRELUDE + script]
-
-
-@dataclass(frozen=True)
-class GradingRules:
-    """How answers are graded where the methodology leaves it open; the defaults are the
-    grading before the rules could be declared, so a suite declaring none grades as before.
-
-    cut: `top_k` cuts a locate or e2e-retrieval answer at the suite's top_k files, `none`
-    grades it whole. precision_cap: `absolute` is the suite's precision_cap, `graded-multiple`
-    is precision_cap_multiple x the task's graded set. over_cap: an impact answer over the cap
-    is `wrong`, or (`banded`) graded by the bands but at most partial. seed: an impact answer's
-    seed is `dropped` from it, or (`counted`) kept, never a hit. cell_grade: the cell's
-    grade is its cold invocation's (`cold`, the methodology's) or its reps' lowest (`worst`).
-    """
-
-    cut: str = "top_k"
-    precision_cap: str = "absolute"
-    precision_cap_multiple: int | None = None
-    over_cap: str = "wrong"
-    cell_grade: str = "cold"
-    seed: str = "dropped"
-
-    def over(self, overrides: dict[str, Any]) -> GradingRules:
-        """These rules with a task's own overriding them."""
-        return replace(self, **overrides) if overrides else self
-
-    def to_json(self) -> dict[str, Any]:
-        return {key: getattr(self, key) for key in GRADING_KEYS}
-
-
-@dataclass(frozen=True)
-class Published:
-    """What a publication reported for one cell (arm x task): its output's lines and bytes,
-    with the path prefix its paths had, and its grade; recall and precision as published
-    (`digits`: the decimals printed, the precision they are compared at)."""
-
-    arm: str
-    source: str
-    lines: int | None  # None: the publication printed no line count
-    bytes: int
-    path_prefix: str
-    grade: str
-    recall: float | None = None
-    recall_digits: int | None = None
-    precision: float | None = None
-    precision_digits: int | None = None
-    graded: int | None = None
-    tool_version: str | None = None  # the tool's version the publication ran
-    platform: str | None = None  # the platform it ran on (macOS, ...)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"tool_version": self.tool_version, "platform": self.platform,
-                "source": self.source, "lines": self.lines, "bytes": self.bytes,
-                "path_prefix": self.path_prefix, "grade": self.grade, "recall": self.recall,
-                "recall_digits": self.recall_digits, "precision": self.precision,
-                "precision_digits": self.precision_digits, "graded": self.graded}
-
-
-@dataclass(frozen=True)
-class Task:
-    id: str
-    kind: str
-    language: str
-    explanation: str
-    input: dict[str, str]
-    truth: dict[str, Any]
-    path: Path
-    commands: dict[str, TaskCommand] = field(default_factory=dict)  # arm -> its own command
-    grading: dict[str, Any] = field(default_factory=dict)  # its own rules over the suite's
-    published: dict[str, Published] = field(default_factory=dict)  # arm -> the publication's
-
-    @property
-    def values(self) -> dict[str, str]:
-        """What the arm's argv placeholders are filled with."""
-        return {**self.input, "ext": LANGUAGES[self.language], "lang": self.language}
-
-    def command_argv(self, arm: str) -> list[str] | None:
-        """The argv of the task's own command for `arm`, or None: the arm's template runs."""
-        command = self.commands.get(arm)
-        return None if command is None else command.render({**self.values,
-                                                            "corpus": CORPUS_ROOT})
-
-    def truth_paths(self) -> list[str]:
-        paths: list[str] = []
-        for key, value in self.truth.items():
-            if key in ("types", "rule"):
-                continue
-            paths += [value] if isinstance(value, str) else list(value)
-        if self.kind == "impact":
-            paths.append(self.input["seed"])
-        return paths
-
-
-@dataclass(frozen=True)
-class Suite:
-    name: str
-    path: Path
-    corpus: str
-    arms: tuple[str, ...]
-    baseline: str
-    reps: int
-    timeout_s: float
-    precision_cap: int
-    top_k: int
-    bands: dict[str, float]
-    tasks: tuple[Task, ...] = field(default_factory=tuple)
-    oracle: OracleRef | None = None
-    tool_under_test: str | None = None  # None: the suite declares none (sealed before the key)
-    # family -> (reason, source): a methodology family this suite's corpus calls for but that
-    # cannot run here; every run of the suite names it among its deviations.
-    families_not_attempted: dict[str, tuple[str, str]] = field(default_factory=dict)
-    truth_rule: str | None = None  # None: the suite's truth was not computed by a declared rule
-    grading: GradingRules = GradingRules()
-    grading_declared: tuple[str, ...] = ()  # the [grading] keys suite.toml states
-
-    def rules(self, task: Task) -> GradingRules:
-        """The grading rules of one task: the suite's, with the task's own over them."""
-        return self.grading.over(task.grading)
-    # The container runtime of each arm (orchestrator/runtimes.py): runc unless declared.
-    runtime: runtimes.Choice = field(default_factory=runtimes.Choice)
-
-    def truth_file(self) -> Path | None:
-        """Where `sandbench truth build` stores the oracle's truth (sealed with the suite)."""
-        return None if self.oracle is None else self.path / TRUTH_DIR / f"{self.oracle.arm}.json"
-
-
-@dataclass(frozen=True)
-class OracleRef:
-    """The oracle arm a suite's compiler truth comes from, and the project it indexes (a
-    directory of the corpus, '.' for its root)."""
-
-    arm: str
-    project: str
-    edges: bool = False  # the truth file also lists every definition/reference edge
+# The model and the seal live in modules of their own; callers reach them here too.
+__all__ = [
+    "BAND_KEYS", "COMMAND_KEYS", "COMMAND_OUTPUTS", "CORPUS_ROOT", "DECIMAL",
+    "EDGE_BAND_KEYS", "FAMILIES", "GRADING_CHOICES", "GRADING_KEYS", "GradingRules",
+    "LANGUAGES", "MANIFEST", "OPTIONAL_SUITE_KEYS", "OPTIONAL_TASK_KEYS", "ORACLE_KEYS",
+    "ORACLE_OPTIONAL_KEYS", "OracleRef", "PARSERS_PACKAGE", "PREREGISTRATION",
+    "PUBLISHED_KEYS", "PUBLISHED_OPTIONAL_KEYS", "Published", "SCORER_ENTRY",
+    "SCRIPT_PLACEHOLDER", "SCRIPT_PRELUDE", "SUITE_KEYS", "SealDifference", "Suite",
+    "TASK_ID", "TASK_KEYS", "TRUTH_DIR", "TRUTH_KEYS", "TRUTH_RULES", "Task",
+    "TaskCommand", "VERDICT_NAMES", "check_truth_at_pin", "corpus_pin",
+    "every_scorer_source", "known_suites", "load_suite", "load_task", "manifest_sha256",
+    "parser_module", "scorer_sources", "seal", "sealed_inputs", "truth_rule",
+    "verify_seal"]
 
 
 def _bad(path: Path, key: str, expected: str, found: Any) -> InputError:
@@ -632,123 +424,3 @@ def check_truth_at_pin(suite: Suite, pristine: Path) -> None:
             if rel not in tracked:
                 raise _bad(task.path, "truth" if rel != task.input.get("seed") else "input.seed",
                            f"a file tracked at the pin of corpus {suite.corpus!r}", rel)
-
-
-# -- the seal -----------------------------------------------------------------------------
-
-def _is_tool_parser(module: str) -> bool:
-    """A per-tool parser module (orchestrator.parsers.rg, ...), not the parsers' shared core
-    nor one of its `_` helpers."""
-    package, _, name = module.rpartition(".")
-    return package == PARSERS_PACKAGE and not name.startswith("_")
-
-
-def parser_module(root: Path, parser: str) -> Path:
-    """The source of the parser named `parser` under the project root `root`."""
-    return root.joinpath(*PARSERS_PACKAGE.split("."), parsers.module_name(parser) + ".py")
-
-
-def scorer_sources(root: Path, parser_names: Iterable[str]) -> list[Path]:
-    """The scorer's sources under `root`: the modules its entry imports, per-tool parsers
-    left out, and the modules of the named parsers with what they import (a name whose module
-    is missing adds nothing; the seal checks the arms' names first)."""
-    files = set(importgraph.module_files(root, SCORER_ENTRY, stop=_is_tool_parser))
-    for name in sorted(set(parser_names)):
-        if parser_module(root, name).is_file():
-            module = f"{PARSERS_PACKAGE}.{parsers.module_name(name)}"
-            files.update(importgraph.module_files(root, module))
-    return sorted(files)
-
-
-def every_scorer_source(root: Path) -> list[str]:
-    """What the seal of some suite may cover: the scorer's core and every parser module,
-    relative to `root` (for copies of the project's inputs)."""
-    package = root.joinpath(*PARSERS_PACKAGE.split("."))
-    names = [p.stem for p in package.glob("*.py") if _is_tool_parser(f"{PARSERS_PACKAGE}.{p.stem}")]
-    return [p.relative_to(root).as_posix() for p in scorer_sources(root, names)]
-
-
-def _arm_parser(spec: Path, root: Path) -> str | None:
-    """The parser an arm spec names, checked to have its module; None for an oracle arm."""
-    data = read_toml(spec)
-    name = data.get("parser")
-    if name is None and data.get("kind") == "oracle":
-        return None
-    if not isinstance(name, str) or not parser_module(root, name).is_file():
-        raise _bad(spec, "parser", f"the name of a parser module in "
-                   f"{parser_module(root, 'NAME').parent}", name)
-    return name
-
-
-def sealed_inputs(suite: Suite, settings: Settings) -> dict[str, str]:
-    """Every input that decides a number, relative to the project root -> its sha256: the
-    suite's files, its arms' specs, the scorer's core and the parser modules of its arms."""
-    root = settings.project_root
-    files = [suite.path / "suite.toml", suite.path / PREREGISTRATION,
-             *(t.path for t in suite.tasks),
-             *(settings.arms_dir / f"{arm}.toml" for arm in suite.arms)]
-    if (truth := suite.truth_file()) is not None:
-        # The compiler truth and the oracle that made it: sealed only once it is built.
-        if not truth.is_file():
-            raise InputError(f"suite {suite.name!r} has no compiler truth yet: {truth} is "
-                             "missing", fix=f"sandbench truth build {suite.name}",
-                             file=str(truth))
-        assert suite.oracle is not None
-        files += [truth, settings.arms_dir / f"{suite.oracle.arm}.toml"]
-    specs = (settings.arms_dir / f"{arm}.toml" for arm in suite.arms)
-    names = [name for spec in specs if spec.is_file()
-             and (name := _arm_parser(spec, root)) is not None]
-    files += scorer_sources(root, names)
-    digests = {}
-    for file in files:
-        if not file.is_file():
-            raise InputError(f"{file} is missing: it is an input of suite {suite.name!r}",
-                             file=str(file))
-        digests[file.relative_to(root).as_posix()] = sha256_file(file)
-    return digests
-
-
-def corpus_pin(suite: Suite, settings: Settings) -> dict[str, str]:
-    lock = corpus.lock_path(settings)
-    pin = corpus.pin_for(corpus.load_lock(lock), suite.corpus, lock)
-    if pin.sha is None:
-        raise _bad(suite.path / "suite.toml", "corpus", "a registered (pinned) corpus",
-                   suite.corpus)
-    return {"id": pin.id, "repo": pin.repo, "sha": pin.sha}
-
-
-def seal(suite: Suite, settings: Settings) -> Path:
-    manifest = {"version": 1, "suite": suite.name, "corpus": corpus_pin(suite, settings),
-                "inputs": sealed_inputs(suite, settings)}
-    path = suite.path / MANIFEST
-    atomic_write_json(path, manifest)
-    return path
-
-
-@dataclass(frozen=True)
-class SealDifference:
-    file: str
-    expected: str | None
-    found: str | None
-
-
-def verify_seal(suite: Suite, settings: Settings) -> list[SealDifference]:
-    """What differs between the manifest and the inputs now; empty when the seal holds."""
-    path = suite.path / MANIFEST
-    if not path.is_file():
-        raise InputError(f"suite {suite.name!r} is not sealed: {path} is missing",
-                         fix=f"sandbench suite seal {suite.name}", file=str(path))
-    manifest = read_json(path)
-    sealed = manifest.get("inputs", {})
-    now = sealed_inputs(suite, settings)
-    diffs = [SealDifference(f, sealed.get(f), now.get(f)) for f in sorted(set(sealed) | set(now))
-             if sealed.get(f) != now.get(f)]
-    pin = corpus_pin(suite, settings)
-    if manifest.get("corpus") != pin:
-        diffs.append(SealDifference("corpus.lock", json.dumps(manifest.get("corpus")),
-                                    json.dumps(pin)))
-    return diffs
-
-
-def manifest_sha256(suite: Suite) -> str:
-    return hashlib.sha256((suite.path / MANIFEST).read_bytes()).hexdigest()
