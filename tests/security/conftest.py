@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import arms, corpus, guards, images, run, rundir, suite, workfs
+from orchestrator import arms, canary, corpus, images, run, rundir, suite, workfs
 from orchestrator import labels as lb
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings, load_settings
@@ -70,7 +70,7 @@ class Listener:
     @classmethod
     def open(cls) -> Listener:
         socks: list[tuple[str, socket.socket]] = []
-        tcp, udp = guards.bind_loopback_pair()
+        tcp, udp = canary.bind_loopback_pair()
         port = tcp.getsockname()[1]
         tcp.listen(16)
         socks += [("tcp4", tcp), ("udp4", udp)]

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import arms, guards, run, runtimes, selfcheck
+from orchestrator import canary as canary_mod
 from orchestrator.errors import GuardViolation
 from orchestrator.images import ImageLock
 from orchestrator.sandbox import Sandbox
@@ -260,7 +261,7 @@ def test_an_arm_that_claims_runsc_on_a_runc_container_is_refused(
         failed = refused.value.data["failures"]
         assert [(r.guard, r.expected, r.found) for r in failed] == \
             [("runtime", runtimes.RUNSC, runtimes.RUNC)]
-        with guards.loopback_canary() as canary:
+        with canary_mod.loopback_canary() as canary:
             facts = box._probe(canary.port)
         kernel = {r.guard: r for r in guards.check_inside(box.policy, {"facts": facts})}
         assert kernel["kernel"].found == guards.HOST_KERNEL and not kernel["kernel"].ok
