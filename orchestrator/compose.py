@@ -33,6 +33,8 @@ HEADER = """\
 # (Compose v2 spells it `cgroup: private`), so it is recorded as x-sandbench-cgroupns.
 # The timing helper is the host's static build (bench/helper/, sha256 in the image lock),
 # mounted read-only at {helper}: PID 1 and every exec run it, never an image's copy.
+# PID 1 runs as uid 0 with only SETUID and SETGID; each command runs as the run's uid, given
+# to the helper: docker-compose exec ARM {helper} run --as "$SANDBENCH_USER" -- ARGV...
 # An MCP arm's service says how its server is spoken to (x-sandbench-mcp): each session is one
 # exec of {client} --plan JSON (server, protocol version, calls), under the helper like any
 # command.

@@ -14,11 +14,12 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from orchestrator import isolation, runtimes
+from orchestrator import isolation, runtimes, separation
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json
 from orchestrator.isolation import HELPER_IDLE as HELPER_IDLE  # re-exported for the tests
 from orchestrator.isolation import HELPER_PATH
+from orchestrator.isolation_values import EXECUTOR_CAP_MASK
 from orchestrator.shared_checks import check_schema, schema_problem
 
 PROBE_LOOKUP = "example.com"  # RFC 2606 documentation domain: resolvable only with a network
@@ -79,6 +80,12 @@ class GuardPolicy:
     def runtime(self) -> str | None:
         """runc or runsc; None in runs recorded before runtimes were declared (runc)."""
         return self.values.get("runtime")
+
+    @property
+    def executor_user(self) -> str | None:
+        """PID 1's uid:gid, apart from the tool's (`user`); None in runs recorded before the
+        split, where PID 1 and the tool shared the tool's uid."""
+        return self.values.get("executor_user")
 
     @property
     def tmpfs(self) -> dict[str, str]:
@@ -208,9 +215,9 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
         _result("uid", inside, uid, facts.get("uid"), ok=facts.get("uid") == uid and uid != 0),
         _result("gid", inside, gid, facts.get("gid"), ok=facts.get("gid") == gid),
         _result("cap_eff", inside, "0", status.get("CapEff"), ok=_hex_zero(status.get("CapEff"))),
-        _result("cap_bnd", inside, "0", status.get("CapBnd"), ok=_hex_zero(status.get("CapBnd"))),
+        _cap_bnd(policy, status),
         _cap_amb(status, gvisor),
-        _no_new_privs(status, gvisor),
+        _no_new_privs(status, gvisor, facts.get("no_new_privs")),
         _result("seccomp", inside, 2, status.get("Seccomp")),
         _result("mount_list", inside, expected_points, found_points),
         _result("mount_modes", inside, [], wrong_mode),
@@ -220,7 +227,23 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
         # Arm images carry no helper: one of their own is stale or meant to be mistaken
         # for the mounted one.
         _result("image_helpers", inside, [], facts.get("image_helpers")),
-    ] + _channel_private(policy, facts) + _kernel(policy, facts)
+    ] + _channel_private(policy, facts) + _kernel(policy, facts) + [
+        _result(guard, inside, expected, found, ok) for guard, expected, found, ok
+        in separation.checks(policy.executor_user, uid, facts)]
+
+
+def _cap_bnd(policy: GuardPolicy, status: dict[str, Any]) -> GuardResult:
+    """The tool's bounding set: empty, or since the split exactly the executor's two (the
+    tool holds neither: its other sets are 0, and no-new-privileges stops any gain)."""
+    found = status.get("CapBnd")
+    if policy.executor_user is None:
+        return _result("cap_bnd", "inside", "0", found, ok=_hex_zero(found))
+    mask = f"{EXECUTOR_CAP_MASK:016x}"
+    try:
+        ok = int(str(found), 16) == EXECUTOR_CAP_MASK
+    except ValueError:
+        ok = False
+    return _result("cap_bnd", "inside", f"{mask} (SETUID and SETGID)", found, ok=ok)
 
 
 def _channel_private(policy: GuardPolicy, facts: dict[str, Any]) -> list[GuardResult]:
@@ -248,16 +271,17 @@ UNDER_GVISOR = {
     "loopback_udp": "its 127.0.0.1 is its own: the host's canary sees no datagram",
     "root_writable": "the write to / fails (gVisor says EACCES where Linux says EROFS)",
     "root_read_only_mount": "the root its gofer serves is mounted ro",
-    "uid": "as under runc: the declared non-root uid",
+    "uid": "as under runc: the declared non-root uid, the probe's after it took the tool's ids",
     "gid": "as under runc: the declared gid",
     "cap_eff": "the capability sets the sandbox kernel keeps for the process: 0",
-    "cap_bnd": "the bounding set the sandbox kernel keeps: 0",
+    "cap_bnd": "the bounding set the sandbox kernel keeps: 0, or since the split uids exactly "
+               "SETUID and SETGID (the executor's), of which the tool holds neither",
     "cap_amb": "gVisor (2022-12) prints no CapAmb line: the ambient set is a subset of the "
                "permitted one, so CapPrm 0 stands for it",
     "no_new_privs": "gVisor (2022-12) prints no NoNewPrivs line: what stands for it is the "
-                    "outside no_new_privileges guard (runsc sets the flag the OCI spec asks "
-                    "for on the first process) with CapBnd 0, and tests/security/"
-                    "test_runtime.py reads the flag with prctl under runsc",
+                    "flag as prctl(PR_GET_NO_NEW_PRIVS) returns it to the probe, or in runs "
+                    "recorded before the probe read it, the outside no_new_privileges guard "
+                    "with CapBnd 0",
     "seccomp": "mode 2: runsc --oci-seccomp applies the engine's profile to the tool's calls "
                "into the sandbox kernel (the Sentry itself runs under gVisor's own filter); "
                "only to the first process and what it forks, so a docker exec (the "
@@ -266,14 +290,12 @@ UNDER_GVISOR = {
     "mount_modes": "each declared mount's ro/rw as the sandbox kernel mounted it",
     "mount_sizes": "each bounded mount's size, as its gofer reports the host file system's",
     "image_helpers": "as under runc: no helper of the image's own",
-    "channel_private": "PID 1's stdin and stdout do not open for the sandbox's uid. gVisor "
-                       "2022-12 lets them open: its /proc/<pid>/fd ignores the helper's "
-                       "PR_SET_DUMPABLE 0, so a tool could write frames into the executor's "
-                       "channel (and into a run helper's stdout). The guard refuses the arm: "
-                       "an arm runs under runsc only with a gVisor that keeps them closed (and "
-                       "that has PR_SET_CHILD_SUBREAPER, without which the helper runs no "
-                       "command)",
+    "channel_private": "PID 1's stdin and stdout do not open for the tool's uid. gVisor "
+                       "ignores PR_SET_DUMPABLE, so with one uid they opened (a tool could "
+                       "write frames into the executor's channel); with the split uids they "
+                       "are refused because they are uid 0's, mode 0600",
     "kernel": "the sandbox kernel is gVisor's, not the host's",
+    **separation.UNDER_GVISOR,
 }
 # gVisor's Sentry serves every file system of the container through its gofer: its root is
 # a 9p mount over a file descriptor. No Linux container root is one (docker mounts overlay
@@ -321,9 +343,12 @@ def _cap_amb(status: dict[str, Any], gvisor: bool) -> GuardResult:
     return _result("cap_amb", "inside", "0", found, ok=_hex_zero(found))
 
 
-def _no_new_privs(status: dict[str, Any], gvisor: bool) -> GuardResult:
+def _no_new_privs(status: dict[str, Any], gvisor: bool, by_prctl: Any) -> GuardResult:
     found = status.get("NoNewPrivs")
-    if gvisor and found is None:  # see UNDER_GVISOR
+    if gvisor and found is None and by_prctl is not None:  # see UNDER_GVISOR
+        return _result("no_new_privs", "inside", "1, or no line and prctl 1",
+                       f"no line, prctl {by_prctl}", ok=by_prctl == 1)
+    if gvisor and found is None:  # runs recorded before the probe asked prctl
         return _result("no_new_privs", "inside", "1, or no line and CapBnd 0",
                        f"no line, CapBnd {status.get('CapBnd')}",
                        ok=_hex_zero(status.get("CapBnd")))

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator import labels, runtimes
 from orchestrator.isolation_values import (
-    COMPOSE_HELPER, COMPOSE_USER, Check, HELPER_IDLE, HELPER_PATH, HELPER_SERVE,
+    COMPOSE_HELPER, Check, EXECUTOR_CAPS, EXECUTOR_USER, HELPER_IDLE, HELPER_PATH, HELPER_SERVE,
     HOST_NAMESPACES, K8S_LISTS, K8S_MANAGED_BY, K8S_PLACES, NODE_HELPER_DIR, NO_OPT_OUT,
     PER_RUN_LABELS, RESIDENT, SHA256_HEX, Setting, UNCONFINED, View, nothing)
 
@@ -38,15 +38,35 @@ def _uid_gid(user: str) -> tuple[int, int]:
 
 
 def _k8s_user(spec: SandboxSpec) -> dict[str, dict[str, Any]]:
+    """Every container (the corpus copy too) as the tool; the arm's container starts as the
+    executor, and the tool's ids are an annotation for the `--as` of each kubectl exec."""
     uid, gid = _uid_gid(spec.user)
     ids = {"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": gid}
-    return {"security": ids, "pod_security": {**ids, "fsGroup": gid}}
+    executor_uid, executor_gid = _uid_gid(EXECUTOR_USER)
+    return {"security": ids, "pod_security": {**ids, "fsGroup": gid},
+            "executor": {"runAsNonRoot": False, "runAsUser": executor_uid,
+                         "runAsGroup": executor_gid},
+            "annotations": {"sandbench.tool-user": spec.user}}
 
 
 def _user_check(policy: GuardPolicy, view: View) -> list[Check]:
+    """The container's user is the executor's; the tool's (policy.user) is never root. Runs
+    recorded before the split (no executor_user) ran everything as the tool's uid."""
     user = view.config.get("User") or ""
-    return [("user", policy.user, user,
-             user == policy.user and user.split(":")[0] not in ("", "0", "root"))]
+    tool_root = policy.user.split(":")[0] in ("", "0", "root")
+    if policy.executor_user is None:
+        return [("user", policy.user, user, user == policy.user and not tool_root)]
+    return [("user", f"{policy.executor_user} (the executor; the tool runs as {policy.user})",
+             user, user == policy.executor_user and not tool_root)]
+
+
+def _cap_checks(policy: GuardPolicy, view: View) -> list[Check]:
+    added = [] if policy.executor_user is None else sorted(EXECUTOR_CAPS)
+    host_config = view.host_config
+    return [("cap_drop", ["ALL"], sorted(c.upper() for c in host_config.get("CapDrop") or []),
+             None),
+            ("cap_add", added, sorted(c.upper().removeprefix("CAP_")
+                                      for c in host_config.get("CapAdd") or []), None)]
 
 
 def _helper_checks(policy: GuardPolicy, view: View) -> list[Check]:
@@ -167,15 +187,16 @@ SETTINGS: tuple[Setting, ...] = (
             outside=lambda p, v: [("privileged", False, v.host_config.get("Privileged"), None)],
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"security": {"privileged": False}}),
-    Setting("capabilities",  # every capability dropped
-            create=lambda s: {"cap_drop": ["ALL"]},
-            outside=lambda p, v: [
-                ("cap_drop", ["ALL"], sorted(c.upper() for c in v.host_config.get("CapDrop") or []),
-                 None),
-                ("cap_add", [], sorted(v.host_config.get("CapAdd") or []), None)],
-            inside=("cap_eff", "cap_bnd", "cap_amb"),
+    # Every capability dropped but the executor's two, which the tool never holds.
+    Setting("capabilities",  # none for the tool; SETUID and SETGID for the executor
+            create=lambda s: {"cap_drop": ["ALL"], "cap_add": list(EXECUTOR_CAPS)},
+            outside=_cap_checks,
+            inside=("cap_eff", "cap_bnd", "cap_amb", "tool_capabilities",
+                    "executor_capabilities"),
             compose=lambda s, c: dict(c),
-            k8s=lambda s: {"security": {"capabilities": {"drop": ["ALL"]}}}),
+            k8s=lambda s: {"security": {"capabilities": {"drop": ["ALL"]}},
+                           "executor": {"capabilities": {"drop": ["ALL"],
+                                                         "add": list(EXECUTOR_CAPS)}}}),
     Setting("read_only_root",  # the image's files cannot change
             create=lambda s: {"read_only": True},
             outside=lambda p, v: [
@@ -183,11 +204,15 @@ SETTINGS: tuple[Setting, ...] = (
             inside=("root_writable", "root_read_only_mount"),
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"security": {"readOnlyRootFilesystem": True}}),
-    # The compose user is a variable: the file is the same on every machine.
-    Setting("user",  # a non-root uid:gid
-            create=lambda s: {"user": s.user},
-            outside=_user_check, inside=("uid", "gid"),
-            compose=lambda s, c: {"user": COMPOSE_USER},
+    # The container runs as the executor; the tool's uid (a compose variable, the same file
+    # on every machine) is given to each command with `--as`.
+    Setting("user",  # the executor as uid 0, the tool as a non-root uid:gid
+            create=lambda s: {"user": EXECUTOR_USER},
+            outside=_user_check,
+            inside=("uid", "gid", "executor_uid", "executor_signal", "executor_environ",
+                    "executor_fds"),
+            policy=lambda s: {"executor_user": EXECUTOR_USER},
+            compose=lambda s, c: dict(c),
             k8s=_k8s_user),
     Setting("no_new_privileges",  # no setuid or file capability gains anything
             create=lambda s: {"security_opt": ["no-new-privileges:true"]},

@@ -31,6 +31,13 @@ HOST_NAMESPACES = ("PidMode", "IpcMode", "UTSMode", "UsernsMode", "CgroupnsMode"
 PER_RUN_LABELS = (labels.LABEL_RUN, labels.LABEL_TOOL_VERSION)
 COMPOSE_HELPER = "${SANDBENCH_HELPER:?write bench/compose/*.env with sandbench compose export}"
 COMPOSE_USER = "${SANDBENCH_USER:-65532:65532}"
+# The executor (PID 1 and the runners it starts) is the container's uid 0 holding only the
+# two capabilities that start a command as the tool's uid; the tool is the run's non-root
+# uid with none (images/base/sandbench-exec.c, "Two uids"). The mask is the two bits as
+# /proc/PID/status prints the sets (CAP_SETGID 6, CAP_SETUID 7).
+EXECUTOR_USER = "0:0"
+EXECUTOR_CAPS = ("SETGID", "SETUID")
+EXECUTOR_CAP_MASK = (1 << 6) | (1 << 7)
 # Where a node keeps the host's timing helper: a ConfigMap cannot hold it (over 1 MiB once
 # base64-encoded), so it is a read-only hostPath file, as it is a bind mount in a run.
 NODE_HELPER_DIR = "/var/lib/sandbench/helper"
@@ -41,10 +48,11 @@ Check = tuple[str, Any, Any, bool | None]
 # A Kubernetes facet: place -> what the setting puts there. The places: "pod" (the pod's
 # spec), "pod_security" (its securityContext), "container" (the arm's container),
 # "security" and "resources" (the securityContext and resource limits of every container),
+# "executor" (what the arm's container, whose PID 1 is the executor, has over "security"),
 # "annotations" and "labels" (the Job's); and two lists, "volumes" (the pod's) and "mounts"
 # (the arm container's volumeMounts).
-K8S_PLACES = ("pod", "pod_security", "container", "security", "resources", "annotations",
-              "labels")
+K8S_PLACES = ("pod", "pod_security", "container", "security", "executor", "resources",
+              "annotations", "labels")
 K8S_LISTS = ("volumes", "mounts")
 K8S_MANAGED_BY = "app.kubernetes.io/managed-by"
 

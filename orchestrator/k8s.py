@@ -28,6 +28,7 @@ from orchestrator.fsutil import atomic_write_text, read_json
 from orchestrator.guards import GuardPolicy
 from orchestrator.images import ImageLock
 from orchestrator.isolation import NODE_HELPER_DIR
+from orchestrator.isolation_values import EXECUTOR_CAPS
 from orchestrator.sandbox_spec import (ARM_MOUNTS, DOCKER_EXEC, HELPER, HelperFile, SandboxSpec,
                                        default_user)
 from orchestrator.settings import Settings
@@ -54,8 +55,10 @@ HEADER = """\
 #  - for an arm under runsc (its Job names the RuntimeClass sandbench-runsc, handler runsc):
 #    gVisor's containerd-shim-runsc-v1 registered with containerd as the runsc handler.
 # Each Job's container idles under the helper (PID 1); run a command in it as a run does:
-#   kubectl exec JOB_POD -- {helper} run --sweep --timeout-ms MS --grace-ms MS \\
-#       --cap-bytes BYTES --cwd /corpus -- ARGV...
+#   kubectl exec JOB_POD -- {helper} run --as TOOL_USER --sweep --timeout-ms MS \\
+#       --grace-ms MS --cap-bytes BYTES --cwd /corpus -- ARGV...
+# (PID 1 runs as uid 0 with only SETUID and SETGID; TOOL_USER is the Job's
+# sandbench.tool-user annotation, the uid:gid every command runs as.)
 # Where a pod differs from a run's container (see the README, Kubernetes):
 #  - the deny-all NetworkPolicy needs a network plugin that enforces it; the pod still has an
 #    interface besides lo (a run's container has none: network_mode none);
@@ -220,7 +223,8 @@ def job(spec: SandboxSpec, the_suite: suite.Suite, pin: corpus.CorpusPin, image_
                                          {"name": "corpus", "mountPath": "/corpus"}]}],
                     "containers": [{
                         "name": "arm", **parts["container"], "workingDir": spec.workdir,
-                        "securityContext": parts["security"], "resources": resources,
+                        "securityContext": {**parts["security"], **parts["executor"]},
+                        "resources": resources,
                         "volumeMounts": parts["mounts"]}],
                     "volumes": [
                         *parts["volumes"],
@@ -296,7 +300,10 @@ def drift(manifest: dict[str, Any], policy: GuardPolicy, image_env: list[str]) -
     helper_path = volumes.get("helper", {}).get("hostPath", {}).get("path", "")
     pairs = [
         ("image", policy.image_id, box.get("image")),
-        ("user", policy.user, f"{security.get('runAsUser')}:{security.get('runAsGroup')}"),
+        ("user", policy.executor_user or policy.user,
+         f"{security.get('runAsUser')}:{security.get('runAsGroup')}"),
+        ("tool_user", policy.user if policy.executor_user else None,
+         manifest["metadata"]["annotations"].get("sandbench.tool-user")),
         ("env", sorted(policy.env), sorted(f"{k}={v}" for k, v in found_env)),
         ("memory_bytes", policy.values["memory_bytes"], int(limits.get("memory", -1))),
         ("nano_cpus", policy.values["nano_cpus"],
@@ -313,6 +320,8 @@ def drift(manifest: dict[str, Any], policy: GuardPolicy, image_env: list[str]) -
                                    for k in policy.labels}),
         ("read_only_root", True, security.get("readOnlyRootFilesystem")),
         ("cap_drop", ["ALL"], security.get("capabilities", {}).get("drop")),
+        ("cap_add", sorted(EXECUTOR_CAPS) if policy.executor_user else [],
+         sorted(security.get("capabilities", {}).get("add") or [])),
         ("no_new_privileges", False, security.get("allowPrivilegeEscalation")),
         ("runtime", isolation.k8s_runtime_class(policy.runtime)
          if policy.runtime not in (None, runtimes.RUNC) else None, pod.get("runtimeClassName")),

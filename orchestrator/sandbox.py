@@ -1,10 +1,12 @@
 """One long-lived, hardened container per (run, arm), and the exec path into it.
 
 The container is created from the locked image id with no network, a read-only root, a
-size-limited /tmp, no capabilities, no-new-privileges, a non-root user, pids/memory/CPU
-limits and the timing helper as PID 1. It holds only the mounts the caller declares, plus the
-host's static `sandbench-exec` (its sha256 in the image lock) bind-mounted read-only at a path
-no image provides, and exactly the environment the arm declares. Every measured command runs
+size-limited /tmp, no-new-privileges, pids/memory/CPU limits and the timing helper as PID 1,
+the executor: the container's uid 0 with only CAP_SETUID and CAP_SETGID, which starts each
+command as the run's non-root uid with no capability (isolation.py, `user`). It holds only
+the mounts the caller declares, plus the host's static `sandbench-exec` (its sha256 in the
+image lock) bind-mounted read-only at a path no image provides, and exactly the environment
+the arm declares (with HOME=/ where neither arm nor image gives one). Every measured command runs
 through `docker exec` of that mounted helper, which times the tool's process tree inside the
 container and frames its output so the tool cannot forge the figures.
 """
@@ -25,6 +27,7 @@ from orchestrator import (execproto, guards, isolation, labels, log, placement, 
 from orchestrator import canary as canary_mod
 from orchestrator.engine import AttachChannel, Engine, ExecStream
 from orchestrator.errors import EngineError, GuardViolation, SandbenchError
+from orchestrator.isolation_values import EXECUTOR_USER
 from orchestrator.sandbox_spec import HELPER, MIB, SandboxSpec
 from orchestrator.transcripts import (ExecRecord, StreamInfo, classify, sweep_flags,
                                       timing_flags, write_record)
@@ -77,6 +80,7 @@ class Sandbox:
         self._require_runtime()
         image = self.engine.inspect_image(self.spec.image_id)
         image_env = image.get("Config", {}).get("Env") or []
+        self.spec = sandbox_spec.with_home(self.spec, image_env)
         self.policy = self._policy(image["Id"], image_env)
         self.host_snapshot = self.helper.start(self.spec, self._create_and_start)
         if self.container_id is not None:
@@ -164,7 +168,7 @@ class Sandbox:
     def _probe(self, port: int) -> dict[str, Any] | None:
         """The probe's report, or None (logged with why) when it gave none: a probe killed in
         the container (its pids limit reached under gVisor, say) refuses that arm alone."""
-        argv = [HELPER, "probe", "--connect", f"127.0.0.1:{port}",
+        argv = [HELPER, "probe", "--as", self.spec.user, "--connect", f"127.0.0.1:{port}",
                 "--lookup", guards.PROBE_LOOKUP, "--write", guards.PROBE_WRITE]
         with open(os.devnull, "wb") as discard:  # the report is in the frames, not the streams
             decoded, _, _ = self._exec_stream(argv, discard, discard, 1 << 20, timeout_s=30)
@@ -182,7 +186,8 @@ class Sandbox:
         write its record last, atomically. `durable=False` leaves the fsyncs to the caller's
         next `fsutil.sync_filesystem` (a run batches them; see transcripts)."""
         cell_dir.mkdir(parents=True, exist_ok=True)
-        helper_argv = [HELPER, "run", "--sweep", "--timeout-ms", str(int(timeout_s * 1000)),
+        helper_argv = [HELPER, "run", "--as", self.spec.user, "--sweep",
+                       "--timeout-ms", str(int(timeout_s * 1000)),
                        "--grace-ms", str(int(grace_s * 1000)), "--cap-bytes", str(cap_bytes),
                        "--cwd", workdir or self.spec.workdir, "--", *argv]
         started_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -249,7 +254,7 @@ class Sandbox:
         began = time.monotonic_ns()
         stream: ExecStream | _ResidentCall = (
             _ResidentCall(self.channel, argv[1:]) if self.channel is not None else
-            self.engine.exec(cid, argv, user=self.spec.user, timeout_s=timeout_s + 5))
+            self.engine.exec(cid, argv, user=EXECUTOR_USER, timeout_s=timeout_s + 5))
         timed_out = threading.Event()
 
         def backstop() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,6 +117,16 @@ def default_user() -> str:
         return configured
     uid, gid = os.getuid(), os.getgid()
     return f"{uid}:{gid}" if uid != 0 else "65532:65532"
+
+
+def with_home(spec: SandboxSpec, image_env: list[str]) -> SandboxSpec:
+    """The spec with HOME=/ when neither the arm nor the image sets HOME. The container runs
+    as the executor's uid 0, for which the engine would give HOME from the image's passwd
+    (/root); the tool's uid has no entry there, for which the engine gave `/` while the tool
+    was the container's user, so a tool's HOME stays what it was."""
+    if "HOME" in spec.env or any(e.startswith("HOME=") for e in image_env):
+        return spec
+    return replace(spec, env={**spec.env, "HOME": "/"})
 
 
 PREFLIGHT = "preflight"

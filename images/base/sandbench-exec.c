@@ -18,8 +18,10 @@
  *   'x' helper error (UTF-8 text; followed by 'r' when a result can still be given)
  *
  * Commands:
- *   run [--sweep] [--timeout-ms N] [--grace-ms N] [--cap-bytes N] [--cwd DIR] -- ARGV...
- *   probe [--connect HOST:PORT] [--lookup NAME] [--nameserver ADDR[:PORT]] [--write PATH]
+ *   run [--as UID:GID] [--sweep] [--timeout-ms N] [--grace-ms N] [--cap-bytes N] [--cwd DIR]
+ *       -- ARGV...
+ *   probe [--as UID:GID] [--connect HOST:PORT] [--lookup NAME] [--nameserver ADDR[:PORT]]
+ *       [--write PATH]
  *   idle
  *   serve
  *   --version
@@ -40,6 +42,17 @@
  * Exit status: 0 when the result (or probe) frame was written; 125 when it was not (usage
  * error, a set-up failure, or a reader that went away).
  *
+ * Two uids. In a sandbox the executor (PID 1, and each runner it forks or docker exec
+ * starts) is the container's uid 0 holding only CAP_SETUID and CAP_SETGID, and the tool runs
+ * as the run's uid, given by `--as UID:GID`, with no capability at all. A runner leaves the
+ * supplementary groups, takes the tool's gid, and takes the tool's uid as its effective uid
+ * only (real and saved stay 0): the tool's processes are then its to signal and to wait for,
+ * and the pipes it makes are the tool's to reopen (/dev/stdout), while the tool, whose three
+ * uids are all the tool's, can neither signal nor trace nor open the descriptors of any
+ * process whose real uid is 0. That holds under gVisor too, which ignores PR_SET_DUMPABLE.
+ * The tool itself takes all three uids before execve, which clears every capability it had.
+ * Without --as, helper and tool share the helper's uid (a helper started as the tool's uid).
+ *
  * The decoder is orchestrator/execproto.py; keep the two in step.
  *
  * Build: gcc -std=c11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -static -o sandbench-exec sandbench-exec.c
@@ -52,6 +65,7 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <grp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -77,7 +91,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HELPER_VERSION "0.3.0"
+#define HELPER_VERSION "0.4.0"
 
 #define EXIT_NO_RESULT 125
 #define CHUNK_MAX 65536u
@@ -96,11 +110,10 @@
 #define MAX_MS (INT64_MAX / NS_PER_MS)
 
 static const char USAGE[] =
-    "usage: sandbench-exec run [--sweep] [--timeout-ms N] [--grace-ms N] [--cap-bytes N]"
-    " [--cwd DIR]"
-    " -- ARGV...\n"
-    "       sandbench-exec probe [--connect HOST:PORT] [--lookup NAME] [--nameserver ADDR]"
-    " [--write PATH]\n"
+    "usage: sandbench-exec run [--as UID:GID] [--sweep] [--timeout-ms N] [--grace-ms N]"
+    " [--cap-bytes N] [--cwd DIR] -- ARGV...\n"
+    "       sandbench-exec probe [--as UID:GID] [--connect HOST:PORT] [--lookup NAME]"
+    " [--nameserver ADDR] [--write PATH]\n"
     "       sandbench-exec idle\n"
     "       sandbench-exec serve\n"
     "       sandbench-exec --version\n";
@@ -424,6 +437,87 @@ static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
 }
 
 /* ------------------------------------------------------------------------------------- */
+/* Two identities: the executor's and the tool's                                          */
+
+/* The tool's ids from `--as UID:GID`; `set` is false without the option. */
+struct tool_ids {
+    bool set;
+    uid_t uid;
+    gid_t gid;
+};
+
+/* UID:GID, both decimal; uid 0 is refused: the tool never runs as the executor's uid. */
+static bool parse_ids(const char *spec, struct tool_ids *ids)
+{
+    char text[48];
+    const char *colon = strchr(spec, ':');
+    uint64_t uid, gid;
+    if (colon == NULL || (size_t)(colon - spec) >= sizeof text)
+        return false;
+    memcpy(text, spec, (size_t)(colon - spec));
+    text[colon - spec] = '\0';
+    if (!parse_u64(text, UINT32_MAX - 1, &uid) || !parse_u64(colon + 1, UINT32_MAX - 1, &gid)
+        || uid == 0)
+        return false;
+    *ids = (struct tool_ids){ .set = true, .uid = (uid_t)uid, .gid = (gid_t)gid };
+    return true;
+}
+
+/* A runner's identity (see the header): no supplementary group, the tool's gid, the tool's
+   uid as effective uid, 0 as real and saved uid. Needs CAP_SETGID and CAP_SETUID, so only
+   the executor's uid 0 can do it; the effective capabilities go with the effective uid. */
+static bool become_runner(const struct tool_ids *ids)
+{
+    if (!ids->set)
+        return true;
+    if (getuid() != 0) {
+        helper_error("--as %u:%u: refused: the helper runs as uid %u, and only the executor's "
+                     "uid 0 starts a tool as another uid", (unsigned)ids->uid,
+                     (unsigned)ids->gid, (unsigned)getuid());
+        return false;
+    }
+    const char *step = setgroups(0, NULL) < 0 ? "setgroups"
+        : setresgid(ids->gid, ids->gid, ids->gid) < 0 ? "setresgid"
+        : setresuid(0, ids->uid, 0) < 0 ? "setresuid" : NULL;
+    if (step != NULL) {
+        char why[160];
+        format_errno(why, sizeof why, step, errno);
+        helper_error("cannot take the tool's ids %u:%u: %s", (unsigned)ids->uid,
+                     (unsigned)ids->gid, why);
+        return false;
+    }
+    return true;
+}
+
+/* All three uids the tool's: what was left of the executor's capabilities is cleared. Safe
+   between fork and exec (one system call). */
+static bool become_tool(const struct tool_ids *ids)
+{
+    return !ids->set || setresuid(ids->uid, ids->uid, ids->uid) == 0;
+}
+
+/* PID 1's environment is the container's, which the tool gets from it; gVisor lets a process
+   of another uid read /proc/1/environ, the strings on PID 1's initial stack. They are copied
+   to the heap, where the commands PID 1 starts still find them, and zeroed where they were. */
+static bool scrub_environment(void)
+{
+    extern char **environ;
+    size_t n = 0;
+    while (environ[n] != NULL)
+        n++;
+    char **copy = calloc(n + 1, sizeof *copy);
+    if (copy == NULL)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((copy[i] = strdup(environ[i])) == NULL)
+            return false;
+    for (size_t i = 0; i < n; i++)
+        explicit_bzero(environ[i], strlen(environ[i]));
+    environ = copy;
+    return true;
+}
+
+/* ------------------------------------------------------------------------------------- */
 /* Processes: finding and signalling every descendant of the helper                       */
 
 struct proc {
@@ -624,6 +718,7 @@ static bool g_served;
 struct run_opts {
     uint64_t timeout_ms, grace_ms, cap_bytes;
     bool sweep;
+    struct tool_ids as;
     const char *cwd;
     char **argv;
 };
@@ -673,6 +768,12 @@ static int parse_run_args(int argc, char **argv, struct run_opts *o)
         if (strcmp(name, "--sweep") == 0) {
             o->sweep = true;
             i--; /* a flag: no value */
+            continue;
+        }
+        if (strcmp(name, "--as") == 0) {
+            if (i + 1 >= argc || !parse_ids(argv[i + 1], &o->as))
+                return usage_error("run: --as wants UID:GID with a uid other than 0, not '%s'",
+                                   i + 1 < argc ? argv[i + 1] : "");
             continue;
         }
         if (strcmp(name, "--timeout-ms") == 0) {
@@ -727,7 +828,7 @@ static void child_exec(const struct run_opts *o, int devnull, int out_w, int err
                        int report_w)
 {
     /* Its own process group, so that one kill() reaches the whole job. */
-    if (setpgid(0, 0) < 0)
+    if (setpgid(0, 0) < 0 || !become_tool(&o->as))
         child_fail(report_w, STEP_SETUP);
     /* The tool starts as if from a clean shell: the helper ignores SIGPIPE and blocks the
        signals it reads through its signalfd, and neither may leak into the tool. */
@@ -1032,7 +1133,7 @@ static void supervise(struct run *r)
    been reparented to PID 1, which reaps but never kills. kill(-1, SIGKILL) reaches every
    process of our pid namespace that we may signal except its init (pid 1) and our own
    thread group (kernel/signal.c, kill_something_info), and everything in the sandbox runs
-   as our uid. Repeated until /proc lists none (one not yet killed can still fork), bounded
+   as our effective uid (the tool's) or our real uid (the executor's). Repeated until /proc lists none (one not yet killed can still fork), bounded
    like sweep_strays. Only for a helper started from outside the namespace (docker exec: its
    parent is invisible, getppid() == 0): on a host kill(-1) would reach every process of the
    user. A runner forked by `serve` (PID 1 of the namespace) sweeps too. Returns false (no
@@ -1243,7 +1344,8 @@ static int cmd_run(int argc, char **argv)
     int rc = parse_run_args(argc, argv, &r.opt);
     if (rc != 0)
         return rc;
-    if (!prepare_helper(&r))
+    /* The uids first: changing the effective uid resets the dumpable flag. */
+    if (!become_runner(&r.opt.as) || !prepare_helper(&r))
         return EXIT_NO_RESULT;
     if (r.opt.sweep && !sweep_container(&r))
         return EXIT_NO_RESULT;
@@ -1450,7 +1552,8 @@ out:
 }
 
 struct probe_opts {
-    const char *connect, *lookup, *nameserver, *write;
+    const char *connect, *lookup, *nameserver, *write, *as;
+    struct tool_ids ids;
     char host[INET_ADDRSTRLEN];
     struct sockaddr_in addr;
 };
@@ -1481,6 +1584,7 @@ static int parse_probe_args(int argc, char **argv, struct probe_opts *o)
                           : strcmp(name, "--lookup") == 0  ? &o->lookup
                           : strcmp(name, "--nameserver") == 0 ? &o->nameserver
                           : strcmp(name, "--write") == 0   ? &o->write
+                          : strcmp(name, "--as") == 0      ? &o->as
                           : NULL;
         if (slot == NULL)
             return usage_error("probe: unknown option '%s'", name);
@@ -1488,6 +1592,9 @@ static int parse_probe_args(int argc, char **argv, struct probe_opts *o)
             return usage_error("probe: option %s needs a value", name);
         *slot = argv[i + 1];
     }
+    if (o->as != NULL && !parse_ids(o->as, &o->ids))
+        return usage_error("probe: --as wants UID:GID with a uid other than 0, not '%s'",
+                           o->as);
     if (o->connect != NULL && !parse_host_port(o->connect, o))
         return usage_error("probe: --connect wants IPV4:PORT, not '%s'", o->connect);
     struct nameserver ns;
@@ -1519,25 +1626,31 @@ static void probe_ids(struct buf *b)
     free(groups);
 }
 
-/* Capability sets as the kernel prints them (hex), NoNewPrivs and Seccomp as numbers. */
-static void probe_status(struct buf *b)
+/* The lines of a /proc/PID/status the guards read, as the kernel prints them: capability
+   sets in hex, Uid and Gid as their four ids (real, effective, saved, file system) joined by
+   spaces, NoNewPrivs and Seccomp as numbers; null for a line the kernel does not print. */
+static void probe_status(struct buf *b, const char *key, const char *path, bool ids)
 {
     static const char *const keys[] = {
-        "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp",
+        "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "Uid", "Gid", "NoNewPrivs",
+        "Seccomp",
     };
-    enum { N_KEYS = sizeof keys / sizeof keys[0], FIRST_INT = 5 };
+    enum { N_KEYS = sizeof keys / sizeof keys[0], FIRST_ID = 5, FIRST_INT = 7 };
     char values[N_KEYS][64] = { { 0 } };
 
-    json_key(b, "status");
-    FILE *f = fopen("/proc/self/status", "re");
+    json_key(b, key);
+    FILE *f = fopen(path, "re");
     if (f == NULL) {
         buf_adds(b, "null");
         return;
     }
     char line[512], name[64], value[64];
     while (fgets(line, sizeof line, f) != NULL) {
-        if (sscanf(line, "%63[^:]: %63s", name, value) != 2)
+        if (sscanf(line, "%63[^:]: %63[^\n]", name, value) != 2)
             continue;
+        for (char *c = value; *c != '\0'; c++)
+            if (*c == '\t')
+                *c = ' ';
         for (size_t k = 0; k < N_KEYS; k++)
             if (strcmp(name, keys[k]) == 0)
                 memcpy(values[k], value, sizeof value);
@@ -1547,6 +1660,8 @@ static void probe_status(struct buf *b)
     buf_add(b, "{", 1);
     for (size_t k = 0; k < N_KEYS; k++) {
         uint64_t number;
+        if (k >= FIRST_ID && k < FIRST_INT && !ids)
+            continue;
         if (values[k][0] == '\0')
             json_knull(b, keys[k]);
         else if (k < FIRST_INT)
@@ -1944,17 +2059,104 @@ static void probe_pid1_fds(struct buf *b)
     buf_add(b, "}", 1);
 }
 
+/* What the tool's uid can do to the executor: PID 1's ids and capability sets (its status is
+   world-readable), whether a signal would reach it (kill with signal 0 checks permission and
+   sends nothing), whether its environment reads back as anything but zeros, and which of its
+   descriptors open. A listing of /proc/1/fd refused (EACCES under runc) leaves 0 to 15 to
+   try by number. Every open is O_NONBLOCK and closed at once: nothing is read or written. */
+static void probe_pid1(struct buf *b)
+{
+    char why[200];
+    probe_status(b, "pid1_status", "/proc/1/status", true);
+
+    json_key(b, "pid1_signal");
+    if (kill(1, 0) == 0) {
+        json_str(b, "permitted");
+    } else {
+        format_errno(why, sizeof why, "kill", errno);
+        json_str(b, why);
+    }
+
+    json_key(b, "pid1_environ");
+    int fd = open("/proc/1/environ", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        format_errno(why, sizeof why, "open", errno);
+        json_str(b, why);
+    } else {
+        static char env[65536];
+        size_t total = 0, nonzero = 0;
+        ssize_t n;
+        while (total < (1u << 20) && (n = read(fd, env, sizeof env)) > 0) {
+            total += (size_t)n;
+            for (ssize_t i = 0; i < n; i++)
+                nonzero += env[i] != '\0';
+        }
+        close(fd);
+        buf_printf(b, "\"%zu bytes read, %zu not zero\"", total, nonzero);
+    }
+
+    json_key(b, "pid1_fd_opens");
+    buf_add(b, "{", 1);
+    int numbers[256], count = 0;
+    DIR *dir = opendir("/proc/1/fd");
+    json_key(b, "listing");
+    if (dir == NULL) {
+        format_errno(why, sizeof why, "opendir", errno);
+        json_str(b, why);
+        for (; count < 16; count++)
+            numbers[count] = count;
+    } else {
+        json_str(b, "listed");
+        for (struct dirent *e; count < 256 && (e = readdir(dir)) != NULL;) {
+            uint64_t number;
+            if (parse_u64(e->d_name, INT_MAX, &number))
+                numbers[count++] = (int)number;
+        }
+        closedir(dir);
+    }
+    json_kuint(b, "tried", (uint64_t)count);
+    json_key(b, "opened");
+    buf_add(b, "[", 1);
+    for (int i = 0; i < count; i++) {
+        static const struct { int flags; const char *mode; } modes[] = {
+            { O_RDONLY, "read" }, { O_WRONLY, "write" },
+        };
+        for (size_t m = 0; m < 2; m++) {
+            char path[64];
+            snprintf(path, sizeof path, "/proc/1/fd/%d", numbers[i]);
+            int opened = open(path, modes[m].flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+            if (opened >= 0) {
+                close(opened);
+                json_sep(b);
+                buf_printf(b, "\"%d %s\"", numbers[i], modes[m].mode);
+            }
+        }
+    }
+    buf_add(b, "]}", 2);
+}
+
 static int cmd_probe(int argc, char **argv)
 {
     struct probe_opts o;
     int rc = parse_probe_args(argc, argv, &o);
     if (rc != 0)
         return rc;
+    /* Every fact is the tool's view: the probe takes the tool's ids first, all three uids. */
+    if (!become_runner(&o.ids))
+        return EXIT_NO_RESULT;
+    if (!become_tool(&o.ids)) {
+        char why[160];
+        format_errno(why, sizeof why, "setresuid", errno);
+        helper_error("cannot take the tool's uid: %s", why);
+        return EXIT_NO_RESULT;
+    }
     struct buf b = { 0 };
     buf_add(&b, "{", 1);
     json_kstr(&b, "helper_version", HELPER_VERSION);
     probe_ids(&b);
-    probe_status(&b);
+    probe_status(&b, "status", "/proc/self/status", false);
+    /* The flag as the kernel applies it, also where its status has no NoNewPrivs line. */
+    json_kint(&b, "no_new_privs", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0));
     probe_interfaces(&b);
     probe_lines(&b, "routes_v4", "/proc/net/route", true);
     probe_lines(&b, "routes_v6", "/proc/net/ipv6_route", false);
@@ -1964,6 +2166,7 @@ static int cmd_probe(int argc, char **argv)
     probe_mounts(&b);
     probe_image_helpers(&b);
     probe_pid1_fds(&b);
+    probe_pid1(&b);
     buf_add(&b, "}", 1);
     bool sent = false;
     if (b.failed)
@@ -1982,9 +2185,9 @@ static int cmd_idle(int argc, char **argv)
     (void)argv;
     if (argc != 2)
         return usage_error("idle takes no arguments");
-    if (prctl(PR_SET_DUMPABLE, 0) < 0) {
+    if (!scrub_environment() || prctl(PR_SET_DUMPABLE, 0) < 0) {
         char why[160];
-        format_errno(why, sizeof why, "prctl(PR_SET_DUMPABLE)", errno);
+        format_errno(why, sizeof why, "scrub environment or prctl(PR_SET_DUMPABLE)", errno);
         helper_error("%s", why);
         return EXIT_NO_RESULT;
     }
@@ -2122,9 +2325,9 @@ static void serve_answer(pid_t runner, int frames_r, int sigfd)
 }
 
 /* The request channel is PID 1's stdin and its answers PID 1's stdout, both the engine's
-   attach stream. A tool runs as the same uid but cannot reach them: PID 1 (like the runner)
-   is non-dumpable, so /proc/1/fd is closed to it, and the runner hands the tool none of
-   these descriptors. As in `idle`, no signal handler is installed, so nothing inside can
+   attach stream. A tool cannot reach them: it runs as another uid than PID 1 (see the
+   header), PID 1 is non-dumpable besides, and the runner hands the tool none of these
+   descriptors; the frames pipe is PID 1's (uid 0, mode 0600). As in `idle`, no signal handler is installed, so nothing inside can
    signal PID 1; SIGCHLD is blocked only to be read, and every orphan is reaped as it dies,
    while a runner runs and between requests. One request at a time; a malformed one ends the helper, and with it the
    container, since the stream can no longer be trusted to be in step. */
@@ -2137,9 +2340,9 @@ static int cmd_serve(int argc, char **argv)
         helper_error("serve: refused: runs only as the PID 1 of a container's pid namespace");
         return EXIT_NO_RESULT;
     }
-    if (prctl(PR_SET_DUMPABLE, 0) < 0) {
+    if (!scrub_environment() || prctl(PR_SET_DUMPABLE, 0) < 0) {
         char why[160];
-        format_errno(why, sizeof why, "prctl(PR_SET_DUMPABLE)", errno);
+        format_errno(why, sizeof why, "scrub environment or prctl(PR_SET_DUMPABLE)", errno);
         helper_error("%s", why);
         return EXIT_NO_RESULT;
     }

@@ -41,10 +41,10 @@ class Answer:
 class Served:
     """A serving helper as PID 1, and the orchestrator's side of its channel."""
 
-    def __init__(self, helper_path: Path) -> None:
+    def __init__(self, helper_path: Path, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc",
                                       str(helper_path), "serve"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
 
     def send(self, data: bytes) -> None:
         assert self.proc.stdin is not None

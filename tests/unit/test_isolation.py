@@ -119,7 +119,7 @@ def test_the_policy_values_are_the_policy_schemas(tmp_path: Path) -> None:
     # A value a setting added later is optional: runs recorded before it lack it, and the
     # schema says so.
     later = set(isolation.policy_values(_spec(tmp_path))) - set(schema["required"])
-    assert later == {"runtime"}
+    assert later == {"runtime", "executor_user"}
     assert all("recorded before" in schema["properties"][k]["description"] for k in later)
 
 

@@ -87,12 +87,17 @@ def test_every_isolation_setting_is_in_each_job(tmp_path: Path) -> None:
         assert pod["enableServiceLinks"] is False
         assert not (pod["hostNetwork"] or pod["hostPID"] or pod["hostIPC"])
         assert pod["securityContext"]["runAsNonRoot"] is True
-        for box in (*pod["initContainers"], *pod["containers"]):
-            assert box["securityContext"] == {
-                "runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532,
+        tool = {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532,
                 "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
                 "privileged": False, "capabilities": {"drop": ["ALL"]},
                 "seccompProfile": {"type": "RuntimeDefault"}}
+        # The corpus copy runs as the tool; the arm's PID 1 is the executor.
+        assert pod["initContainers"][0]["securityContext"] == tool
+        assert pod["containers"][0]["securityContext"] == {
+            **tool, "runAsNonRoot": False, "runAsUser": 0, "runAsGroup": 0,
+            "capabilities": {"drop": ["ALL"], "add": ["SETGID", "SETUID"]}}
+        assert job["metadata"]["annotations"]["sandbench.tool-user"] == "65532:65532"
+        for box in (*pod["initContainers"], *pod["containers"]):
             assert box["resources"]["limits"] == box["resources"]["requests"]
             assert box["image"].startswith("sha256:") and box["imagePullPolicy"] == "Never"
         volumes = {v["name"]: v for v in pod["volumes"]}
@@ -117,6 +122,8 @@ def test_each_job_gives_the_isolation_a_run_verifies(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("change", "named"), [
     (lambda box, pod: box.update(image="sha256:" + "0" * 64), "image"),
     (lambda box, pod: box["securityContext"].update(runAsUser=1000), "user"),
+    (lambda box, pod: box["securityContext"]["capabilities"].update(add=["SYS_ADMIN"]),
+     "cap_add"),
     (lambda box, pod: box["env"].append({"name": "EXTRA", "value": "1"}), "env"),
     (lambda box, pod: box["resources"]["limits"].update(memory="1"), "memory_bytes"),
     (lambda box, pod: box["resources"]["limits"].update(cpu="500m"), "nano_cpus"),
