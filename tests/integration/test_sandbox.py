@@ -57,7 +57,9 @@ def test_every_guard_holds_in_every_image(engine: Engine, bench: Settings, tmp_p
 @pytest.mark.parametrize(("override", "guard"), [
     (("network_mode", "bridge"), "network_mode"),
     (("read_only", False), "read_only_root"),
-    (("user", "0:0"), "user"),
+    # PID 1 as the tool's uid: nothing then keeps a same-uid tool from PID 1 under gVisor.
+    (("user", "65532:65532"), "user"),
+    (("cap_add", ["SETUID", "SETGID", "KILL"]), "cap_add"),
     # The resident executor without its channel: PID 1 would read no request at all.
     (("stdin_open", False), "exec_channel"),
     (("tty", True), "exec_channel"),
