@@ -62,11 +62,14 @@ def test_the_environment_is_exactly_the_declared_one_plus_the_images(main_run: M
     tried = main_run.attempts("h-read", 0)
     names = {item.split("=", 1)[0] for item in tried["own environment"][1].split()}
     assert names == {"ATTACK_ARM", "HOME", "HOSTNAME", "LANG", "PATH"}
+    assert "HOME=/" in tried["own environment"][1].split()
     record = main_run.record("h-read", 0)
-    assert record.env == {"ATTACK_ARM": "h-read"}
+    # HOME=/ stands where neither the arm nor the image sets one: the engine gave the tool's
+    # uid that HOME while it was the container's user, and would give PID 1's uid 0 /root.
+    assert record.env == {"ATTACK_ARM": "h-read", "HOME": "/"}
     helpers = {k: v for k, v in tried.items() if k.startswith("read /proc/")
                and "sandbench-exec" in k}
-    # The PID 1 helper and this cell's runner: both non-dumpable.
+    # The PID 1 helper and this cell's runner: both of another real uid than the tool's.
     assert len(helpers) == 2 and f"read /proc/1/environ ({SERVE})" in helpers, helpers
     assert {v[0] for v in helpers.values()} == {"EACCES"}
     assert tried["read /proc/1/environ"][0] == "EACCES"
