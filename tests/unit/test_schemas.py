@@ -108,7 +108,8 @@ def test_a_sha_with_a_trailing_newline_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (lambda d: d.update(colour="red"), "colour: expected one of ['arm', 'env', 'exec_path', "
+    (lambda d: d.update(colour="red"), "colour: expected one of ['arm', 'engine_pids', 'env', "
+     "'exec_path', "
      "'helper', 'image_id', 'labels', 'memory_bytes', 'mounts', 'nano_cpus', 'pids', 'run_id', "
      "'runtime', 'tmpfs', 'user'], found 'colour'"),
     (lambda d: d.update(runtime="kata"), "runtime: expected 'runc' or 'runsc', found 'kata'"),
