@@ -297,6 +297,29 @@ def test_the_disclosure_says_which_arms_ran_under_which_runtime() -> None:
     assert environment._runtimes({"arms": {"rg": {}}}) is None  # recorded before runtimes
 
 
+def test_the_disclosure_states_each_runsc_arms_pids_as_the_engine_was_asked() -> None:
+    from orchestrator.score import environment
+
+    def arm(runtime: str | None) -> dict[str, Any]:
+        return {"runtime": runtime, "spec": {"limits": {"pids": 64}}}
+
+    def verdict(expected: Any) -> list[dict[str, Any]]:
+        return [{"guard": "memory_bytes", "expected": 1}, {"guard": "pids_limit",
+                                                             "expected": expected}]
+
+    run = {"arms": {"rg": arm("runc"), "ctags": arm("runsc"), "ast-grep": arm("runsc"),
+                    "old": arm(None)}}
+    asked = runtimes.engine_pids("runsc", 64)
+    line = environment.runsc_pids(run, {"rg": verdict(64), "ctags": verdict(asked),
+                                        "ast-grep": verdict(asked), "old": verdict(64)})
+    assert line is not None and line.endswith(
+        f"ast-grep 64 of its own + {asked - 64}; ctags 64 of its own + {asked - 64}")
+    # Runsc runs recorded before asked for the arm's pids alone; a runc run states nothing.
+    assert environment.runsc_pids(run, {"ctags": verdict(64), "ast-grep": None}) is None
+    assert environment.runsc_pids({"arms": {"rg": arm("runc")}}, {"rg": verdict(64)}) is None
+    assert environment.runsc_pids(run, {"ctags": verdict("6208"), "ast-grep": [None]}) is None
+
+
 def test_a_dry_run_names_each_arm_whose_runtime_the_engine_lacks() -> None:
     from types import SimpleNamespace
 
