@@ -43,8 +43,9 @@ REGISTER_FIX = (
 # pinned build (ptrace, 2 cores) by reading the cgroup's pids.current from the host, one
 # fresh sandbox per count: 39-42 before any exec, 64 after an empty command, and with K live
 # `sleep` processes under one shell 95 (K=4), 192 (16), 327 (32), 564 (64), 883 (100), up to
-# 1,087 once they ended (100): at most 10.5 host pids per task of the tool. So the engine is
-# asked for the arm's own pids plus this overhead (runc counts only the tool's).
+# 1,087 once they ended (100): at most 10.5 host pids per task of the tool
+# (`python -m benchmarks.runsc_pids` measures it again). So the engine is asked for the
+# arm's own pids plus this overhead (runc counts only the tool's).
 RUNSC_PIDS_IDLE = 64  # the sandbox itself, before and just after its first command
 RUNSC_PIDS_PER_TASK = 11  # gVisor's host pids for each task of the tool's, beyond the task
 

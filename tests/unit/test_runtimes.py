@@ -187,6 +187,17 @@ def test_a_runsc_arm_asks_the_engine_for_more_and_states_both(tmp_path: Path) ->
     assert "engine_pids" not in isolation.record_limits(runc.limits, "runc")
 
 
+def test_the_pids_benchmark_holds_each_count_against_the_engines_limit() -> None:
+    from benchmarks import runsc_pids
+
+    # A count measured with the pinned build (python -m benchmarks.runsc_pids): covered.
+    assert runsc_pids.summary(100, 39, 891, 1093) == {
+        "k": 100, "idle": 39, "live": 891, "after": 1093, "per_task": 10.33, "covered": True}
+    # One host pid past the engine's limit for the count's tasks is not.
+    over = runtimes.engine_pids("runsc", 100 + runsc_pids.CELL_TASKS) + 1
+    assert runsc_pids.summary(100, 39, 891, over)["covered"] is False
+
+
 @pytest.mark.parametrize("runtime", [None, "runc", "runsc"])
 def test_a_policy_recorded_before_engine_pids_keeps_its_verdict(tmp_path: Path,
                                                                 runtime: str | None) -> None:
