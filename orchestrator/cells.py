@@ -60,6 +60,13 @@ def _stop_if_lost(r: _Run, a: ArmPlan, rec: ExecRecord) -> None:
                               f"--resume {r.run_dir}")
 
 
+def _if_died(rec: ExecRecord, cell: str) -> tuple[ExecRecord, str] | None:
+    """The record and cell of an exec the sandbox died in (exited while the engine answered:
+    gVisor's pids or memory limit, a crashed sentry): every later cell of the arm is recorded
+    as not attempted, and the other arms run on."""
+    return (rec, cell) if rec.outcome == "sandbox-died" else None
+
+
 def run_arm(r: _Run, p: Prepared) -> dict[str, Any]:
     """One prepared arm: set-up and every cell; then, with every process of the arm's gone
     and its cells made durable at once, what it wrote is disclosed. Its file systems are
@@ -84,6 +91,7 @@ def _run_cells(r: _Run, a: ArmPlan, box: Sandbox) -> None:
     if a.spec.mcp is not None:
         _run_mcp_cells(r, a, box, cells, tasks)
         return
+    died = None
     if a.spec.setup is not None:
         setup = cells / SETUP_CELL
         if not done(setup):
@@ -91,6 +99,7 @@ def _run_cells(r: _Run, a: ArmPlan, box: Sandbox) -> None:
                            timeout_s=a.spec.setup.timeout_s, durable=False)
             r.progress(a.name, SETUP_CELL, rec.outcome)
             _stop_if_lost(r, a, rec)
+            died = _if_died(rec, SETUP_CELL)
     for task_id, rep in a.cells:
         if r.stop.is_set():
             raise KeyboardInterrupt
@@ -100,9 +109,13 @@ def _run_cells(r: _Run, a: ArmPlan, box: Sandbox) -> None:
         task = tasks[task_id]
         # The task's own command for this arm (what a publication ran), else the arm's template.
         argv = task.command_argv(a.name) or a.spec.render(task.kind, task.values)
-        rec = box.exec(argv, _fresh(cell), timeout_s=r.plan.suite.timeout_s, durable=False)
+        if died is not None:
+            rec = box.not_attempted(argv, _fresh(cell), *died, durable=False)
+        else:
+            rec = box.exec(argv, _fresh(cell), timeout_s=r.plan.suite.timeout_s, durable=False)
+            _stop_if_lost(r, a, rec)
+            died = _if_died(rec, f"{task_id}/{rep}")
         r.progress(a.name, f"{task_id}/{rep}", rec.outcome)
-        _stop_if_lost(r, a, rec)
 
 
 def _run_mcp_cells(r: _Run, a: ArmPlan, box: Sandbox, cells: Path,
@@ -115,6 +128,7 @@ def _run_mcp_cells(r: _Run, a: ArmPlan, box: Sandbox, cells: Path,
     assert server is not None
     reps = r.plan.suite.reps
     timeout_s = r.plan.suite.timeout_s
+    died = None
     setup = cells / SETUP_CELL
     if not done(setup):
         session_dir = _fresh(setup) / mcp.SESSION
@@ -122,6 +136,7 @@ def _run_mcp_cells(r: _Run, a: ArmPlan, box: Sandbox, cells: Path,
         rec = box.exec(argv, session_dir, timeout_s=mcp.session_timeout_s(
             server, len(server.setup_calls), timeout_s))
         _stop_if_lost(r, a, rec)
+        died = _if_died(rec, SETUP_CELL)
         derived = mcp.setup_record(rec, session_dir, setup, server)
         r.progress(a.name, SETUP_CELL, derived.outcome)
     for task_id in dict.fromkeys(task_id for task_id, _ in a.cells):
@@ -134,8 +149,12 @@ def _run_mcp_cells(r: _Run, a: ArmPlan, box: Sandbox, cells: Path,
         call = a.spec.calls[task.kind].render(task.values)
         session_dir = _fresh(task_dir) / mcp.SESSION
         argv = mcp.session_argv(server, [call] * (reps + 1), timeout_s, box.spec.workdir)
-        rec = box.exec(argv, session_dir,
-                       timeout_s=mcp.session_timeout_s(server, reps + 1, timeout_s))
-        _stop_if_lost(r, a, rec)
+        if died is not None:
+            rec = box.not_attempted(argv, session_dir, *died)
+        else:
+            rec = box.exec(argv, session_dir,
+                           timeout_s=mcp.session_timeout_s(server, reps + 1, timeout_s))
+            _stop_if_lost(r, a, rec)
+            died = _if_died(rec, f"{task_id}/{mcp.SESSION}")
         for rep, derived in enumerate(mcp.task_records(rec, session_dir, task_dir, call, reps)):
             r.progress(a.name, f"{task_id}/{rep}", derived.outcome)

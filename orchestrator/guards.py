@@ -218,7 +218,7 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
         _cap_bnd(policy, status),
         _cap_amb(status, gvisor),
         _no_new_privs(status, gvisor, facts.get("no_new_privs")),
-        _result("seccomp", inside, 2, status.get("Seccomp")),
+        _seccomp(policy, status),
         _result("mount_list", inside, expected_points, found_points),
         _result("mount_modes", inside, [], wrong_mode),
         _result("mount_sizes", inside, {t: f"<= {b}" for t, b in sorted(bounds.items())},
@@ -282,10 +282,11 @@ UNDER_GVISOR = {
                     "flag as prctl(PR_GET_NO_NEW_PRIVS) returns it to the probe, or in runs "
                     "recorded before the probe read it, the outside no_new_privileges guard "
                     "with CapBnd 0",
-    "seccomp": "mode 2: runsc --oci-seccomp applies the engine's profile to the tool's calls "
-               "into the sandbox kernel (the Sentry itself runs under gVisor's own filter); "
-               "only to the first process and what it forks, so a docker exec (the "
-               "docker-exec path, whose probe is one) reads 0 and is refused",
+    "seccomp": "mode 0: runsc runs without --oci-seccomp (its 2024-07 build answers clone3 "
+               "with EPERM instead of the profile's ENOSYS, so no glibc program could start "
+               "a thread), so the engine's profile does not filter the tool's calls into the "
+               "sandbox kernel; the Sentry itself runs under gVisor's own host filter. Runs "
+               "recorded before the split uids ran runsc with --oci-seccomp and read 2",
     "mount_list": "the mounts the sandbox kernel shows: the declared ones and its own",
     "mount_modes": "each declared mount's ro/rw as the sandbox kernel mounted it",
     "mount_sizes": "each bounded mount's size, as its gofer reports the host file system's",
@@ -341,6 +342,14 @@ def _cap_amb(status: dict[str, Any], gvisor: bool) -> GuardResult:
                        f"no line, CapPrm {status.get('CapPrm')}",
                        ok=_hex_zero(status.get("CapPrm")))
     return _result("cap_amb", "inside", "0", found, ok=_hex_zero(found))
+
+
+def _seccomp(policy: GuardPolicy, status: dict[str, Any]) -> GuardResult:
+    """Mode 2 (the engine's profile) under runc; under runsc, since the split uids, mode 0
+    (see UNDER_GVISOR: runsc no longer applies the engine's profile)."""
+    if policy.runtime == runtimes.RUNSC and policy.executor_user is not None:
+        return _result("seccomp", "inside", 0, status.get("Seccomp"))
+    return _result("seccomp", "inside", 2, status.get("Seccomp"))
 
 
 def _no_new_privs(status: dict[str, Any], gvisor: bool, by_prctl: Any) -> GuardResult:

@@ -154,6 +154,13 @@ def _channel_checks(policy: GuardPolicy, view: View) -> list[Check]:
               "tty": config.get("Tty")}, None)]
 
 
+def _engine_pids(runtime: str | None, limits: Limits) -> dict[str, int]:
+    """The pids limit asked of the engine, where it is not the arm's own (under runsc)."""
+    if runtime in (None, runtimes.RUNC):
+        return {}
+    return {"engine_pids": runtimes.engine_pids(runtime, limits.pids)}
+
+
 def _tmpfs(spec: SandboxSpec) -> dict[str, str]:
     return {"/tmp": f"rw,nosuid,nodev,size={spec.limits.tmp_bytes},mode=1777"}
 
@@ -256,25 +263,28 @@ SETTINGS: tuple[Setting, ...] = (
                 ("memory_bytes", p.values["memory_bytes"], v.host_config.get("Memory"), None),
                 ("memory_swap_bytes", p.values["memory_bytes"], v.host_config.get("MemorySwap"),
                  None)],
-            record=lambda limits: {"memory_bytes": limits.memory_bytes},
+            record=lambda limits, _: {"memory_bytes": limits.memory_bytes},
             policy=lambda s: {"memory_bytes": s.limits.memory_bytes},
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"resources": {"memory": str(s.limits.memory_bytes)}}),
     # Kubernetes has no per-pod pids limit: the annotation states what the node's
-    # podPidsLimit must not exceed.
+    # podPidsLimit must not exceed. Under runsc the engine is asked for more than the arm's
+    # pids (gVisor's own threads count too: runtimes.engine_pids), stated as `engine_pids`
+    # beside them; runs recorded under runc, or before runtimes, state the arm's alone.
     Setting("pids",  # the arm's processes and threads
-            create=lambda s: {"pids_limit": s.limits.pids},
+            create=lambda s: {"pids_limit": runtimes.engine_pids(s.runtime, s.limits.pids)},
             outside=lambda p, v: [
-                ("pids_limit", p.values["pids"], v.host_config.get("PidsLimit"), None)],
-            record=lambda limits: {"pids": limits.pids},
-            policy=lambda s: {"pids": s.limits.pids},
+                ("pids_limit", p.values.get("engine_pids", p.values["pids"]),
+                 v.host_config.get("PidsLimit"), None)],
+            record=lambda limits, runtime: {"pids": limits.pids, **_engine_pids(runtime, limits)},
+            policy=lambda s: {"pids": s.limits.pids, **_engine_pids(s.runtime, s.limits)},
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"annotations": {"sandbench.pids": str(s.limits.pids)}}),
     Setting("cpus",  # the arm's CPU time
             create=lambda s: {"nano_cpus": s.limits.nano_cpus},
             outside=lambda p, v: [("nano_cpus", p.values["nano_cpus"],
                                    v.host_config.get("NanoCpus"), None)],
-            record=lambda limits: {"cpus": limits.cpus},
+            record=lambda limits, _: {"cpus": limits.cpus},
             policy=lambda s: {"nano_cpus": s.limits.nano_cpus},
             compose=lambda s, c: {"cpus": s.limits.cpus},
             k8s=lambda s: {"resources": {"cpu": f"{s.limits.nano_cpus // 1_000_000}m"}}),
@@ -288,7 +298,7 @@ SETTINGS: tuple[Setting, ...] = (
             create=lambda s: {"tmpfs": _tmpfs(s), "mounts": [
                 m.engine_spelling for m in (*s.mounts, s.helper_mount)]},
             outside=_mount_checks, inside=("mount_list", "mount_modes", "mount_sizes"),
-            record=lambda limits: {"tmp_bytes": limits.tmp_bytes},
+            record=lambda limits, _: {"tmp_bytes": limits.tmp_bytes},
             policy=lambda s: {"tmpfs": _tmpfs(s)},
             compose=_mounts_compose, k8s=_mounts_k8s),
     # Docker gives no device unless asked, nor does a pod.
@@ -379,9 +389,10 @@ def outside_checks(policy: GuardPolicy, inspect: dict[str, Any], host_facts: dic
     return [check for s in SETTINGS for check in s.outside(policy, view)]
 
 
-def record_limits(limits: Limits) -> dict[str, Any]:
-    """The limits an exec record states (the run adds its per-command bounds)."""
-    return fold((s.name, s.record(limits)) for s in SETTINGS)
+def record_limits(limits: Limits, runtime: str = runtimes.DEFAULT) -> dict[str, Any]:
+    """The limits an exec record states under `runtime` (the run adds its per-command
+    bounds)."""
+    return fold((s.name, s.record(limits, runtime)) for s in SETTINGS)
 
 
 def policy_values(spec: SandboxSpec) -> dict[str, Any]:

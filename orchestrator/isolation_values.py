@@ -94,7 +94,8 @@ class Setting:
     create: Callable[[SandboxSpec], dict[str, Any]]  # the engine's create arguments
     outside: Callable[[GuardPolicy, View], list[Check]]
     inside: tuple[str, ...] = ()  # the probe's guards (guards.check_inside) that see it
-    record: Callable[[Limits], dict[str, Any]] = nothing  # an exec record's `limits`
+    # An exec record's `limits`, from the arm's limits and the runtime it ran under.
+    record: Callable[[Limits, str], dict[str, Any]] = nothing
     policy: Callable[[SandboxSpec], dict[str, Any]] = nothing  # the guard policy's values
     # The compose service's keys, from the spec and this setting's own create arguments.
     compose: Callable[[SandboxSpec, dict[str, Any]], dict[str, Any]] = nothing

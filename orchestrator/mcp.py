@@ -267,7 +267,7 @@ def payload(frame: bytes | None) -> bytes:
 
 # Exec outcomes that leave every call without an answer of its own.
 SESSION_FAILURES = ("timeout", "oom", "signal", "spawn-error", "tampered", "sandbox-unavailable",
-                    "nonzero-exit")
+                    "sandbox-died", "nonzero-exit")
 
 
 def call_outcome(session_record: ExecRecord, session: Session, call: int | str

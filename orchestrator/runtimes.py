@@ -18,17 +18,52 @@ RUNC = "runc"
 RUNSC = "runsc"
 RUNTIMES = (RUNC, RUNSC)
 DEFAULT = RUNC
-# How the engine runs runsc: ptrace (this gVisor has no systrap, and kvm needs virtualisation
-# extensions), no network stack of its own (it refuses to start in the root network
-# namespace otherwise), and the engine's seccomp profile applied inside the sandbox kernel
-# too, so the tool's system calls meet the same filter they meet under runc.
-RUNSC_ARGS = ("--platform=ptrace", "--network=none", "--oci-seccomp")
-RUNSC_PATH = "/usr/bin/runsc"
+# How the engine runs runsc: ptrace (systrap, the trixie build's default, measured slower
+# here: an exec of `true` 55-62 ms against 32 ms), and no network stack of its own (it refuses
+# to start in the root network namespace otherwise). Not --oci-seccomp: this build turns every
+# errno rule of the engine's profile into EPERM (it never reads errnoRet: gVisor issue 14688),
+# so clone3, which the profile answers ENOSYS for glibc to fall back to clone, fails with
+# EPERM and no glibc program can start a thread (measured: rg panics "failed to spawn scoped
+# thread", Python "can't start new thread"; without the flag both run). The tool's system
+# calls are served by gVisor's sentry, itself held by its own seccomp filter on the host, so
+# under runsc the `seccomp` guard reads 0 where runc's reads 2.
+RUNSC_ARGS = ("--platform=ptrace", "--network=none")
+# Debian's runsc of the trixie suite, pinned by version, kept by scripts/ensure-docker at a
+# path of ours that names the build (the script declares the same three; a unit test holds
+# them equal).
+RUNSC_SUITE = "trixie"
+RUNSC_VERSION = "0.0~20240729.0-4+b7"
+RUNSC_PATH = f"/usr/local/lib/sandbench/runsc-{RUNSC_VERSION}/runsc"
 REGISTER_FIX = (
-    "install Debian's runsc package and register it in the engine's /etc/docker/daemon.json "
-    'as "runtimes": ' + json.dumps({RUNSC: {"path": RUNSC_PATH, "runtimeArgs": RUNSC_ARGS}})
-    + ", then reload the engine (SIGHUP to dockerd; scripts/ensure-docker does both when it "
-    "starts the engine itself), or run the arm under runc (sandbench run --runtime runc)")
+    f"install runsc {RUNSC_VERSION} (Debian's {RUNSC_SUITE} build: its usr/bin/runsc at "
+    f"{RUNSC_PATH}) and register it in the engine's /etc/docker/daemon.json as "
+    '"runtimes": ' + json.dumps({RUNSC: {"path": RUNSC_PATH, "runtimeArgs": RUNSC_ARGS}})
+    + ", then reload the engine (SIGHUP to dockerd; scripts/ensure-docker does all of it for "
+    "an engine it started), or run the arm under runc (sandbench run --runtime runc)")
+
+# Under runsc the container's pids cgroup counts gVisor's own host threads and processes
+# besides the tool's: the sentry's, the gofer's, and under ptrace a stub thread and a tracer
+# thread per task, which the sentry keeps for reuse after the task ends. Measured with the
+# pinned build (ptrace, 2 cores) by reading the cgroup's pids.current from the host, one
+# fresh sandbox per count: 39-42 before any exec, 64 after an empty command, and with K live
+# `sleep` processes under one shell 95 (K=4), 192 (16), 327 (32), 564 (64), 883 (100), up to
+# 1,087 once they ended (100): at most 10.5 host pids per task of the tool
+# (`python -m benchmarks.runsc_pids` measures it again). So the engine is asked for the
+# arm's own pids plus this overhead (runc counts only the tool's).
+RUNSC_PIDS_IDLE = 64  # the sandbox itself, before and just after its first command
+RUNSC_PIDS_PER_TASK = 11  # gVisor's host pids for each task of the tool's, beyond the task
+
+
+def engine_pids(runtime: str, pids: int) -> int:
+    """The pids limit the engine is asked for so an arm keeps `pids` of its own."""
+    if runtime == RUNC:
+        return pids
+    return pids + runsc_pids_overhead(pids)
+
+
+def runsc_pids_overhead(pids: int) -> int:
+    """gVisor's own host pids in a sandbox whose tool has up to `pids` tasks."""
+    return RUNSC_PIDS_IDLE + RUNSC_PIDS_PER_TASK * pids
 
 
 @dataclass(frozen=True)

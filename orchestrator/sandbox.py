@@ -13,6 +13,8 @@ container and frames its output so the tool cannot forge the figures.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 import tempfile
 import threading
@@ -29,8 +31,9 @@ from orchestrator.engine import AttachChannel, Engine, ExecStream
 from orchestrator.errors import EngineError, GuardViolation, SandbenchError
 from orchestrator.isolation_values import EXECUTOR_USER
 from orchestrator.sandbox_spec import HELPER, MIB, SandboxSpec
-from orchestrator.transcripts import (ExecRecord, StreamInfo, classify, sweep_flags,
-                                      timing_flags, write_record)
+from orchestrator.fsutil import atomic_write_bytes
+from orchestrator.transcripts import (EXITED, GONE, RUNNING, ExecRecord, StreamInfo, classify,
+                                      sweep_flags, timing_flags, write_record)
 
 HOST_MARGIN_S = 30.0
 
@@ -132,11 +135,28 @@ class Sandbox:
             raise SandbenchError(f"sandbox for {self.spec.arm!r} is not started")
         return self.container_id
 
-    def running(self) -> bool:
+    def container_state(self) -> tuple[str, dict[str, Any]]:
+        """The engine's word on the container: RUNNING; EXITED, with its end as the engine
+        reports it (exit code, OOM flag, error); or GONE (removed, or no engine answers)."""
         try:
-            return bool(self.inspect()["State"]["Running"])
+            state = self.inspect()["State"]
         except EngineError:  # EngineNotFound among them: gone is not running
-            return False
+            return GONE, {}
+        if state.get("Running"):
+            return RUNNING, {}
+        return EXITED, {"exit_code": state.get("ExitCode"), "oom_killed": state.get("OOMKilled"),
+                        "error": str(state.get("Error") or "")}
+
+    def _state_after_lost_stream(self, settle_s: float = 1.0) -> tuple[str, dict[str, Any]]:
+        """The container's state once an exec's stream ended without a result: one that
+        just died may still be reported running for a moment, so it is asked again until
+        it is not or `settle_s` has passed (a tampered cell's container stays running)."""
+        deadline = time.monotonic() + settle_s
+        state = self.container_state()
+        while state[0] == RUNNING and time.monotonic() < deadline:
+            time.sleep(0.1)
+            state = self.container_state()
+        return state
 
     # -- guards ----------------------------------------------------------------------------
 
@@ -210,10 +230,13 @@ class Sandbox:
         result = decoded.result
         # Whether the sandbox still runs only decides a cell that gave no result: asking the
         # engine for every cell would cost an inspect per call.
-        running = True if result is not None and decoded.protocol_error is None else (
-            self.running())
+        container, end = (RUNNING, {}) if result is not None and decoded.protocol_error is None \
+            else self._state_after_lost_stream()
         outcome = classify(result, decoded.protocol_error, meta["helper_exit"],
-                           meta["host_timed_out"], running)
+                           meta["host_timed_out"], container)
+        if outcome == "sandbox-died":
+            logger.error("sandbox_died", arm=self.spec.arm, container=self.require_id()[:12],
+                         **end)
         r = result or {}
         flags = timing_flags(r.get("wall_ns"), bracket_ns) + sweep_flags(r.get("stray_swept"))
         if meta["host_timed_out"]:
@@ -223,8 +246,8 @@ class Sandbox:
             env=dict(self.spec.env), workdir=workdir or self.spec.workdir,
             user=self.spec.user, image_id=self.spec.image_id,
             container_id=self.require_id(), runtime=self.spec.runtime,
-            limits={**isolation.record_limits(self.spec.limits), "timeout_s": timeout_s,
-                    "grace_s": grace_s, "cap_bytes": cap_bytes},
+            limits={**isolation.record_limits(self.spec.limits, self.spec.runtime),
+                    "timeout_s": timeout_s, "grace_s": grace_s, "cap_bytes": cap_bytes},
             started_at=started_at,
             timing={"wall_ns": r.get("wall_ns"), "user_us": r.get("user_us"),
                     "sys_us": r.get("sys_us"), "maxrss_kb": r.get("maxrss_kb"),
@@ -234,13 +257,35 @@ class Sandbox:
                   "host_timed_out": meta["host_timed_out"],
                   "oom_killed": outcome == "oom", "oom_kills": r.get("oom_kills"),
                   "spawn_error": r.get("spawn_error"), "stray_killed": r.get("stray_killed"),
-                  "stray_swept": r.get("stray_swept")},
+                  "stray_swept": r.get("stray_swept"),
+                  **({"sandbox": end} if outcome == "sandbox-died" else {})},
             stdout=_stream_info("stdout", r, decoded.stdout_written, decoded.stdout_sha256),
             stderr=_stream_info("stderr", r, decoded.stderr_written, decoded.stderr_sha256),
             helper={"version": r.get("helper_version"), "exit_code": meta["helper_exit"],
                     "errors": decoded.helper_errors, "protocol_error": decoded.protocol_error,
                     "stderr_tail": meta["helper_stderr"]},
             outcome=outcome, flags=flags, exec_path=self.spec.exec_path, engine=self.engine_id)
+        write_record(cell_dir, record, durable=durable)
+        return record
+
+    def not_attempted(self, argv: list[str], cell_dir: Path, died: ExecRecord, died_in: str,
+                      *, durable: bool = True) -> ExecRecord:
+        """The record of a cell not run because the sandbox died in an earlier one (`died`,
+        in cell `died_in`): that end, no output, flagged not-attempted."""
+        cell_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("stdout", "stderr"):
+            atomic_write_bytes(cell_dir / name, b"", durable=durable)
+        nothing = hashlib.sha256(b"").hexdigest()
+        record = dataclasses.replace(
+            died, argv=list(argv), mcp=None, outcome="sandbox-died", flags=["not-attempted"],
+            started_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            timing={"wall_ns": None, "user_us": None, "sys_us": None, "maxrss_kb": None,
+                    "host_bracket_ns": 0},
+            exit={**died.exit, "sandbox": {**died.exit["sandbox"], "died_in": died_in}},
+            stdout=StreamInfo("stdout", 0, 0, False, nothing),
+            stderr=StreamInfo("stderr", 0, 0, False, nothing),
+            helper={"version": None, "exit_code": None, "errors": [], "protocol_error": None,
+                    "stderr_tail": ""})
         write_record(cell_dir, record, durable=durable)
         return record
 

@@ -32,7 +32,12 @@ OUTCOMES = {
     "spawn-error": "the tool could not be started (not found, not executable)",
     "tampered": "the helper's framed report is missing or malformed while the sandbox is up",
     "sandbox-unavailable": "the container or the engine went away during the exec",
+    "sandbox-died": "the sandbox's container exited during the exec while the engine answered "
+                    "(under gVisor: a pids or memory limit reached, or its kernel crashed): "
+                    "the arm's later cells were not attempted",
 }
+# What the engine says of an exec's container once the exec gave no result.
+RUNNING, EXITED, GONE = "running", "exited", "gone"
 # The outcomes of one call of an MCP session (orchestrator/mcp.py), each its own failure kind.
 MCP_OUTCOMES = {
     "mcp-server-exited": "the MCP server exited (or never started) before answering",
@@ -131,12 +136,13 @@ def read_record(path: Path) -> ExecRecord:
 
 
 def classify(result: dict[str, Any] | None, protocol_error: str | None, helper_exit: int | None,
-             host_timed_out: bool, container_running: bool) -> str:
-    """One outcome per exec, from what the helper and the engine reported."""
+             host_timed_out: bool, container: str) -> str:
+    """One outcome per exec, from what the helper and the engine reported (`container`: the
+    engine's RUNNING, EXITED or GONE, asked only when the helper gave no result)."""
     if host_timed_out:
         return "timeout"
     if result is None or protocol_error is not None:
-        return "tampered" if container_running else "sandbox-unavailable"
+        return {RUNNING: "tampered", EXITED: "sandbox-died"}.get(container, "sandbox-unavailable")
     if helper_exit not in (0, None):
         return "tampered"
     if result["timed_out"]:

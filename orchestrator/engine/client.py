@@ -231,6 +231,14 @@ class Engine:
         return self._call(f"inspect container {container_id[:12]}",
                           self._api.inspect_container, container_id)
 
+    def pids(self, container_id: str) -> int | None:
+        """The container's processes and threads as its pids cgroup counts them (the
+        engine's one-shot stats); None when the engine reports no count."""
+        stats = self._call(f"stats of container {container_id[:12]}", self._api.stats,
+                           container_id, stream=False, one_shot=True)
+        current = (stats.get("pids_stats") or {}).get("current")
+        return current if type(current) is int else None
+
     def kill(self, container_id: str) -> bool:
         """SIGKILL the container; False when it could not be (gone, or not running)."""
         try:

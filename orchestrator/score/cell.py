@@ -74,6 +74,8 @@ RECORD_FLAGS = {
     "impossible-timing": FLAGS["impossible-timing"],
     "stray-processes": "processes an earlier exec left running were killed before this rep "
                        "started: the rep is flagged, the tool in it is not failed",
+    "not-attempted": "the arm's sandbox died in an earlier cell: this rep was not run, and "
+                     "fails as sandbox-died",
 }
 # Why a rep has no grade of its own.
 NOT_GRADED = {

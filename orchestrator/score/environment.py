@@ -255,6 +255,25 @@ def _runtimes(run: Mapping[str, Any]) -> str | None:
         for runtime, arms in sorted(by_runtime.items()))
 
 
+def runsc_pids(run: Mapping[str, Any],
+               verdicts: Mapping[str, list[dict[str, Any]] | None]) -> str | None:
+    """Each runsc arm's pids limit as the engine was asked for it: the arm's own (its spec)
+    plus gVisor's threads, read from the pids_limit guard's stored expected value; None when
+    no arm ran under runsc (or every one was recorded before the engine was asked for more)."""
+    parts = []
+    for arm, data in sorted(run["arms"].items()):
+        if not isinstance(data, dict) or data.get("runtime") != "runsc":
+            continue
+        declared = ((data.get("spec") or {}).get("limits") or {}).get("pids")
+        asked = next((g.get("expected") for g in verdicts.get(arm) or []
+                      if isinstance(g, dict) and g.get("guard") == "pids_limit"), None)
+        if type(declared) is int and type(asked) is int and asked > declared:
+            parts.append(f"{arm} {declared} of its own + {asked - declared}")
+    if not parts:
+        return None
+    return ("under runsc the pids limit also counts gVisor's own threads, so the engine was "
+            "asked for each arm's pids plus theirs: " + "; ".join(parts))
+
 def _engine_hosts(run: Mapping[str, Any]) -> str:
     """Every engine's host when a run spanned several (a one-engine run says nothing more
     than its host line): each by its engine id, Docker version, architecture, cores and

@@ -198,6 +198,8 @@ def _environment(inputs: RunInputs, cells: Sequence[dict[str, Any]],
                      "(unscored)")
     if not index.available:
         extra.append("no line index of the pin was available: reach is unverifiable")
+    if pids_line := environment.runsc_pids(run.to_json(), inputs.verdicts):
+        extra.append(pids_line)
     env = environment.disclosure(run.to_json(), inputs.suite.baseline,
                                  {a.name: a.status for a in inputs.arms},
                                  {a: g["ok"] for a, g in guards.items()}, roots, extra,

@@ -50,7 +50,7 @@ def _job(spec: SandboxSpec) -> dict[str, Any]:
 FAKE = isolation.Setting(
     "fake", create=lambda s: {"fake_create": s.limits.pids},
     outside=lambda p, v: [("fake_guard", p.values["fake_value"], v.host_config.get("Fake"), None)],
-    record=lambda limits: {"fake_limit": limits.pids},
+    record=lambda limits, _: {"fake_limit": limits.pids},
     policy=lambda s: {"fake_value": s.limits.pids},
     compose=lambda s, c: {"x-fake": c["fake_create"]},
     k8s=lambda s: {"annotations": {"sandbench.fake": "1"}, "pod": {"fakePod": True},
@@ -106,7 +106,13 @@ def _schema(name: str) -> dict[str, Any]:
 def test_the_record_limits_are_the_record_schemas_and_the_arm_schemas() -> None:
     limits = _schema("exec-record.schema.json")["properties"]["limits"]
     recorded = set(isolation.record_limits(Limits()))
-    assert set(limits["properties"]) == set(limits["required"]) == recorded | PER_COMMAND
+    assert set(limits["required"]) == recorded | PER_COMMAND
+    # What only a runsc record states is optional: records under runc, or made before it,
+    # lack it.
+    under_runsc = set(isolation.record_limits(Limits(), runtimes.RUNSC)) - recorded
+    assert under_runsc == {"engine_pids"}
+    assert set(limits["properties"]) == recorded | under_runsc | PER_COMMAND
+    assert "absent under runc" in limits["properties"]["engine_pids"]["description"]
     declared = {arms.MIB_LIMITS.get(k, k)
                 for k in _schema("arm.schema.json")["properties"]["limits"]["properties"]}
     assert recorded <= declared
@@ -114,12 +120,14 @@ def test_the_record_limits_are_the_record_schemas_and_the_arm_schemas() -> None:
 
 def test_the_policy_values_are_the_policy_schemas(tmp_path: Path) -> None:
     schema = _schema("guard-policy.schema.json")
-    stored = _policy(_spec(tmp_path)).to_json()
+    stored = {**_policy(_spec(tmp_path)).to_json(),
+              **_policy(_spec(tmp_path, runtime=runtimes.RUNSC)).to_json()}
     assert set(stored) == set(schema["properties"])
     # A value a setting added later is optional: runs recorded before it lack it, and the
     # schema says so.
-    later = set(isolation.policy_values(_spec(tmp_path))) - set(schema["required"])
-    assert later == {"runtime", "executor_user"}
+    later = set(isolation.policy_values(_spec(tmp_path, runtime=runtimes.RUNSC))) - set(
+        schema["required"])
+    assert later == {"runtime", "engine_pids", "executor_user"}
     assert all("recorded before" in schema["properties"][k]["description"] for k in later)
 
 

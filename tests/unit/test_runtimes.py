@@ -5,6 +5,7 @@ talked to), and carried by every output the table folds."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import shutil
 from pathlib import Path
@@ -153,6 +154,68 @@ def test_a_policy_recorded_before_runtimes_has_no_runtime_or_kernel_guard(
     assert guards.GuardPolicy.from_json(stored, Path("policy.json")).runtime is None
 
 
+# -- the pids limit under runsc --------------------------------------------------------------
+
+def test_gvisors_own_pids_are_added_to_the_arms_under_runsc_alone() -> None:
+    assert runtimes.engine_pids(runtimes.RUNC, 512) == 512
+    assert runtimes.runsc_pids_overhead(64) == runtimes.RUNSC_PIDS_IDLE + \
+        runtimes.RUNSC_PIDS_PER_TASK * 64
+    assert runtimes.engine_pids(runtimes.RUNSC, 64) == 64 + runtimes.runsc_pids_overhead(64)
+    # What was measured (runtimes.py): 1,087 host pids with 100 tasks of the tool's, 64 idle.
+    assert runtimes.engine_pids(runtimes.RUNSC, 100) >= 1087
+    assert runtimes.runsc_pids_overhead(0) >= 64
+
+
+def test_a_runsc_arm_asks_the_engine_for_more_and_states_both(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "runsc")
+    declared, asked = spec.limits.pids, runtimes.engine_pids("runsc", spec.limits.pids)
+    assert asked > declared
+    assert spec.create_kwargs()["pids_limit"] == compose._service(spec)["pids_limit"] == asked
+    policy = _policy(spec)
+    assert (policy.values["pids"], policy.values["engine_pids"]) == (declared, asked)
+    assert isolation.record_limits(spec.limits, "runsc")["pids"] == declared
+    assert isolation.record_limits(spec.limits, "runsc")["engine_pids"] == asked
+    checked = {r.guard: r for r in guards.check_outside(
+        policy, {"HostConfig": {"PidsLimit": asked}}, {})}["pids_limit"]
+    assert (checked.ok, checked.expected) == (True, asked)
+    short = {r.guard: r for r in guards.check_outside(
+        policy, {"HostConfig": {"PidsLimit": declared}}, {})}["pids_limit"]
+    assert (short.ok, short.expected, short.found) == (False, asked, declared)
+    runc = _spec(tmp_path, "runc")
+    assert runc.create_kwargs()["pids_limit"] == runc.limits.pids
+    assert "engine_pids" not in _policy(runc).to_json()
+    assert "engine_pids" not in isolation.record_limits(runc.limits, "runc")
+
+
+def test_the_pids_benchmark_holds_each_count_against_the_engines_limit() -> None:
+    from benchmarks import runsc_pids
+
+    # A count measured with the pinned build (python -m benchmarks.runsc_pids): covered.
+    assert runsc_pids.summary(100, 39, 891, 1093) == {
+        "k": 100, "idle": 39, "live": 891, "after": 1093, "per_task": 10.33, "covered": True}
+    # One host pid past the engine's limit for the count's tasks is not.
+    over = runtimes.engine_pids("runsc", 100 + runsc_pids.CELL_TASKS) + 1
+    assert runsc_pids.summary(100, 39, 891, over)["covered"] is False
+
+
+@pytest.mark.parametrize("runtime", [None, "runc", "runsc"])
+def test_a_policy_recorded_before_engine_pids_keeps_its_verdict(tmp_path: Path,
+                                                                runtime: str | None) -> None:
+    """Runs recorded before (no runtime, runc, or runsc asked for the arm's pids alone) are
+    re-audited against the limit they asked for, so their stored verdicts stand."""
+    policy = _policy(_spec(tmp_path, runtime or "runc"))
+    values = {k: v for k, v in policy.values.items() if k != "engine_pids"}
+    if runtime is None:
+        del values["runtime"]
+    else:
+        values["runtime"] = runtime
+    stored = dataclasses.replace(policy, values=values).to_json()
+    old = guards.GuardPolicy.from_json(stored, Path("policy.json"))
+    checked = {r.guard: r for r in guards.check_outside(
+        old, {"HostConfig": {"PidsLimit": old.values["pids"]}}, {})}["pids_limit"]
+    assert (checked.ok, checked.expected) == (True, old.values["pids"])
+
+
 # -- the inside guards -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("runtime", runtimes.RUNTIMES)
@@ -214,13 +277,19 @@ def test_an_engine_without_runsc_refuses_the_arm_by_name_with_the_fix(tmp_path: 
     assert box.container_id is None
 
 
-def test_ensure_docker_registers_runsc_with_the_arguments_runtimes_declares() -> None:
+def test_ensure_docker_installs_and_registers_the_runsc_runtimes_declares() -> None:
     script = (REPO / "scripts" / "ensure-docker").read_text()
-    listed = re.search(r'"runtimeArgs": \[([^\]]*)\]', script)
-    assert listed is not None
-    assert tuple(a.strip().strip('"') for a in listed.group(1).split(",")) == \
-        runtimes.RUNSC_ARGS
-    assert f'"path": "{runtimes.RUNSC_PATH}"' in script
+
+    def assigned(name: str) -> str:
+        found = re.search(rf"^{name}=(.*)$", script, re.M)
+        assert found is not None, name
+        return found.group(1)
+
+    assert tuple(json.loads(assigned("runsc_args").strip("'"))) == runtimes.RUNSC_ARGS
+    assert assigned("runsc_suite") == runtimes.RUNSC_SUITE
+    assert assigned("runsc_version") == runtimes.RUNSC_VERSION
+    path = assigned("runsc_dir").replace("$runsc_version", assigned("runsc_version"))
+    assert assigned("runsc_path").replace("$runsc_dir", path) == runtimes.RUNSC_PATH
 
 
 # -- the report's disclosure -----------------------------------------------------------------
@@ -237,6 +306,29 @@ def test_the_disclosure_says_which_arms_ran_under_which_runtime() -> None:
     assert environment._runtimes({"arms": {"rg": {"runtime": "runc"}}}) == \
         "container runtime runc (the host's kernel) for every arm"
     assert environment._runtimes({"arms": {"rg": {}}}) is None  # recorded before runtimes
+
+
+def test_the_disclosure_states_each_runsc_arms_pids_as_the_engine_was_asked() -> None:
+    from orchestrator.score import environment
+
+    def arm(runtime: str | None) -> dict[str, Any]:
+        return {"runtime": runtime, "spec": {"limits": {"pids": 64}}}
+
+    def verdict(expected: Any) -> list[dict[str, Any]]:
+        return [{"guard": "memory_bytes", "expected": 1}, {"guard": "pids_limit",
+                                                             "expected": expected}]
+
+    run = {"arms": {"rg": arm("runc"), "ctags": arm("runsc"), "ast-grep": arm("runsc"),
+                    "old": arm(None)}}
+    asked = runtimes.engine_pids("runsc", 64)
+    line = environment.runsc_pids(run, {"rg": verdict(64), "ctags": verdict(asked),
+                                        "ast-grep": verdict(asked), "old": verdict(64)})
+    assert line is not None and line.endswith(
+        f"ast-grep 64 of its own + {asked - 64}; ctags 64 of its own + {asked - 64}")
+    # Runsc runs recorded before asked for the arm's pids alone; a runc run states nothing.
+    assert environment.runsc_pids(run, {"ctags": verdict(64), "ast-grep": None}) is None
+    assert environment.runsc_pids({"arms": {"rg": arm("runc")}}, {"rg": verdict(64)}) is None
+    assert environment.runsc_pids(run, {"ctags": verdict("6208"), "ast-grep": [None]}) is None
 
 
 def test_a_dry_run_names_each_arm_whose_runtime_the_engine_lacks() -> None:

@@ -115,3 +115,16 @@ def test_no_new_privs_under_gvisor_without_its_line_is_read_by_prctl() -> None:
     probe["facts"]["no_new_privs"] = 0
     result = {r.guard: r for r in guards.check_inside(policy, probe)}["no_new_privs"]
     assert not result.ok
+
+
+def test_seccomp_under_runsc_since_the_split_is_mode_0_and_under_runc_mode_2() -> None:
+    """runsc runs without --oci-seccomp now (its clone3 answer breaks glibc threads): the
+    engine's profile is not in force inside gVisor, and the guard says so exactly."""
+    under_runsc = replace(SPLIT, values={**SPLIT.values, "runtime": "runsc"})
+    probe = copy.deepcopy(SPLIT_PROBE)
+    probe["facts"]["status"]["Seccomp"] = 0
+    seccomp = {r.guard: r for r in guards.check_inside(under_runsc, probe)}["seccomp"]
+    assert seccomp.ok and seccomp.expected == 0
+    assert not {r.guard: r for r in guards.check_inside(SPLIT, probe)}["seccomp"].ok
+    legacy = replace(POLICY, values={**POLICY.values, "runtime": "runsc"})
+    assert {r.guard: r for r in guards.check_inside(legacy, PROBE)}["seccomp"].expected == 2

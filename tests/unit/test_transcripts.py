@@ -28,12 +28,16 @@ OK = {"timed_out": False, "signal": None, "oom_kills": 0, "spawn_error": None, "
     (OK, "frame after result", 0, False, True, "tampered"),
     (OK, None, 137, False, True, "tampered"),
     (None, "stream ended mid-frame", None, False, False, "sandbox-unavailable"),
+    (None, "stream ended without a result", None, False, "exited", "sandbox-died"),
     (None, None, None, True, False, "timeout"),
+    (None, None, None, True, "exited", "timeout"),
 ])
 def test_every_exec_gets_one_outcome(result, protocol_error, helper_exit, host_to, running,
                                      outcome) -> None:
+    container = running if isinstance(running, str) else (
+        transcripts.RUNNING if running else transcripts.GONE)
     assert transcripts.classify(result, protocol_error, helper_exit, host_to,
-                                running) == outcome
+                                container) == outcome
     assert outcome in transcripts.OUTCOMES
 
 
