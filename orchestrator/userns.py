@@ -64,6 +64,11 @@ class IdMap:
         found = facts.get("userns") or {}
         if not found.get("remap"):
             return None
+        if "uid_map" not in found:
+            raise SandbenchError(f"engine {facts.get('url')} remaps its containers' ids and "
+                                 "its mapping was not read", why="files made for its "
+                                 "containers would be owned by ids they cannot write",
+                                 fix="engine_pool.learn_ids before its arms' files are made")
         return cls(_ranges(found["uid_map"]), _ranges(found["gid_map"]))
 
     def to_json(self) -> dict[str, Any]:

@@ -42,6 +42,8 @@ def test_container_ids_become_the_hosts_and_an_unmapped_one_is_refused() -> None
     assert userns.host_owner("1000:1000", None) == "1000:1000"
     with pytest.raises(SandbenchError, match="container uid 65536 has no uid on the host"):
         ids.on_host("65536:0")
+    with pytest.raises(SandbenchError, match="its mapping was not read"):
+        userns.IdMap.of({"url": "unix:///x", "userns": {"remap": True}})
     assert userns.IdMap.of({"userns": {"remap": False}}) is None
     assert userns.IdMap.of({}) is None  # facts of a run recorded before
     assert ids.to_json() == {k: v for k, v in REMAPPED.items() if k != "remap"}
