@@ -77,3 +77,12 @@ def test_the_demo_on_a_userns_remap_engine_is_recorded_and_grades_as_the_golden_
         f"{REMAP_BASE + REMAP_COUNT - 1}, gids 0-{REMAP_COUNT - 1} as {REMAP_BASE}-"
         f"{REMAP_BASE + REMAP_COUNT - 1} of the host; what an arm wrote is owned by those "
         "host ids"]
+
+    # Without --engine (that engine the run's default one) the mapping is read as well.
+    default_run = run.execute(remapped.engine, bench, "demo", only=["ctags"])
+    meta = json.loads((default_run / "run.json").read_text())
+    assert meta["status"] == "complete"
+    assert meta["engines"][remapped.id]["userns"]["uid_map"] == the_map
+    again = scorer.score_run(default_run, bench.suite_dir("demo"), update=True)["cells"]
+    assert {k: v for k, v in _grades(again).items() if k[0] == "ctags"} == {
+        k: v for k, v in _grades(golden["cells"]).items() if k[0] == "ctags"}
