@@ -11,9 +11,11 @@ import os
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from benchmarks.second_engine import REMAP_BASE, REMAP_COUNT, SecondEngine
 from orchestrator import corpus, engine_pool, run, workfs
+from orchestrator.cli import app
 from orchestrator.engine import Engine, engine_address
 from orchestrator.sandbox_spec import default_user
 from orchestrator.score import scorer
@@ -42,6 +44,12 @@ def test_the_demo_on_a_userns_remap_engine_is_recorded_and_grades_as_the_golden_
     assert shared.facts["userns"] == {"remap": False}
     assert remapped.facts["userns"] == {"remap": True}
     engine_pool.bring_images(remapped, [shared], bench, ["base", *ARMS], tmp_path / "moved")
+
+    checked = CliRunner().invoke(app, ["run", "demo", "--arm", "rg", "--arm", "ctags",
+                                       "--engine", remapped_engine.url, "--dry-run", "--json",
+                                       "--bench-root", str(bench.bench_root)])
+    assert checked.exit_code == 0, checked.output
+    assert [e["userns_remap"] for e in json.loads(checked.stdout)["engines"]] == [True]
 
     run_dir = run.execute(remapped.engine, bench, "demo", only=list(ARMS), members=[remapped])
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import run_document, userns
+from orchestrator import engine_pool, run_document, userns
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import canonical_json
 from orchestrator.score.environment import disclosure
+from orchestrator.settings import Settings
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "demo-run"
 BASE = 0x70000000
@@ -97,3 +98,27 @@ def test_the_disclosure_names_every_remapping_engine_in_engine_order() -> None:
     plain = disclosure(_run({"engine-c": {**facts, "userns": {"remap": False}}}), "rg",
                        {"rg": "available"}, {"rg": True}, [], [], tool_under_test=None)
     assert not any("userns" in d for d in plain["deviations"])
+
+
+class _NoEngine:
+    """An engine that must not be asked anything."""
+
+    def __getattr__(self, name: str) -> None:
+        raise AssertionError(f"the engine was asked {name}")
+
+
+def _member(url: str, found: dict) -> engine_pool.Member:
+    facts = {"id": "engine-x", "url": url, "userns": found}
+    return engine_pool.Member(url, _NoEngine(), facts)  # type: ignore[arg-type]
+
+
+def test_learning_the_ids_probes_only_a_remapping_engine_once_and_only_on_this_host(
+        tmp_path: Path) -> None:
+    settings = Settings(project_root=tmp_path, bench_root=tmp_path / "bench")
+    for found in ({"remap": False}, REMAPPED):  # nothing to read, or read already
+        member = _member("unix:///nowhere.sock", dict(found))
+        engine_pool.learn_ids(member, settings, "65532:65532", "run-x")
+        assert member.facts["userns"] == found
+    other_host = _member("ssh://build-host", {"remap": True})
+    with pytest.raises(SandbenchError, match="ssh://build-host remaps its containers' ids"):
+        engine_pool.learn_ids(other_host, settings, "65532:65532", "run-x")
