@@ -111,8 +111,8 @@ def learn_ids(member: Member, settings: Settings, user: str, run_id: str) -> Non
     their ids, the mapping the kernel applies, read from a probe container of the locked
     base image and kept in its facts (run.json records it). Only an engine on this host
     can be read so; another host's that remaps is refused by name."""
-    found = member.facts["userns"]
-    if not found["remap"] or "uid_map" in found:
+    found = member.facts.get("userns") or {}
+    if not found.get("remap") or "uid_map" in found:
         return
     if not member.local:
         raise SandbenchError(f"engine {member.url} remaps its containers' ids (userns-remap)",
