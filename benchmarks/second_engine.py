@@ -26,11 +26,18 @@ from orchestrator.engine import Engine
 from orchestrator.errors import EngineError
 
 
+# The subordinate range of a userns-remap engine: an existing account with no files of its
+# own, and ids far above any the host hands out.
+REMAP_USER, REMAP_GROUP = "nobody", "nogroup"
+REMAP_BASE, REMAP_COUNT = 0x70000000, 65536
+
+
 class SecondEngine:
     """A dockerd of this test's own, stopped by its own pid (and its containerd by the pid
     it wrote), never by name."""
 
-    def __init__(self, root: Path, tls: bool = False, outbound: bool = False) -> None:
+    def __init__(self, root: Path, tls: bool = False, outbound: bool = False,
+                 userns_remap: bool = False) -> None:
         self.root = root
         self.socket = root / "docker.sock"
         self.url = f"unix://{self.socket}"
@@ -46,6 +53,10 @@ class SecondEngine:
         # rules of its own, named by its bridge and subnet, deleted by the same specs on stop
         # (the shared engine's DOCKER chains are never touched).
         self.outbound = outbound
+        # With `userns_remap`, container uid/gid 0 is REMAP_BASE on the host (REMAP_USER's
+        # subordinate range, written to /etc/subuid and /etc/subgid for the engine's life).
+        self.userns_remap = userns_remap
+        self._subids_added: list[tuple[Path, str]] = []
 
     def _add_bridge(self) -> None:
         """The engine's own bridge, with an address from a block docker0 never takes; the
@@ -78,6 +89,33 @@ class SecondEngine:
         if Path(f"/sys/class/net/{self.bridge}").exists():
             subprocess.run(["ip", "link", "delete", self.bridge], check=False)
 
+    def _subid_lines(self) -> list[tuple[Path, str]]:
+        # dockerd looks up both ranges by the user's name.
+        return [(Path(table), f"{REMAP_USER}:{REMAP_BASE}:{REMAP_COUNT}\n")
+                for table in ("/etc/subuid", "/etc/subgid")]
+
+    def _add_subids(self) -> list[str]:
+        """The remap range in /etc/subuid and /etc/subgid (dockerd reads them as it starts),
+        each line added unless present (and then remembered as this engine's); the dockerd
+        argument that uses it."""
+        if not self.userns_remap:
+            return []
+        for table, line in self._subid_lines():
+            present = table.read_text() if table.exists() else ""
+            if line not in present.splitlines(keepends=True):
+                with open(table, "a", encoding="utf-8") as fh:
+                    fh.write(("" if not present or present.endswith("\n") else "\n") + line)
+                self._subids_added.append((table, line))
+        return [f"--userns-remap={REMAP_USER}:{REMAP_GROUP}"]
+
+    def _remove_subids(self) -> None:
+        """Exactly the lines `_add_subids` wrote, nothing else of the tables."""
+        while self._subids_added:
+            table, line = self._subids_added.pop()
+            if table.exists():
+                kept = [x for x in table.read_text().splitlines(keepends=True) if x != line]
+                table.write_text("".join(kept))
+
     def _tls_arguments(self) -> list[str]:
         """A CA, a server certificate for 127.0.0.1 and a client certificate (Docker's
         ca.pem/cert.pem/key.pem in `certs`, for DOCKER_CERT_PATH), and dockerd's TLS flags."""
@@ -97,11 +135,14 @@ class SecondEngine:
         self._add_bridge()
         self._forget_dead_containerd()
         tls = self._tls_arguments() if self.certs is not None else []
+        remap = self._add_subids()
+        if remap:  # the remapped root must reach its data root's subdirectory
+            self.root.chmod(0o711)
         log = open(self.root / "dockerd.log", "ab")  # noqa: SIM115 - the daemon keeps it
         self.proc = subprocess.Popen(
             ["dockerd", "--data-root", str(self.root / "data"),
              "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "dockerd.pid"),
-             "-H", self.url, *tls, f"--bridge={self.bridge}", "--iptables=false",
+             "-H", self.url, *tls, *remap, f"--bridge={self.bridge}", "--iptables=false",
              "--ip6tables=false", "--ip-masq=false", "--cgroup-parent=/sandbench-test-engine"],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
@@ -194,11 +235,18 @@ class SecondEngine:
 
     def stop(self) -> None:
         """Remove what a killed run left on it (through the daemon, started again when it was
-        killed), then SIGTERM it and, if it outlived it, its containerd."""
+        killed), then SIGTERM it and, if it outlived it, its containerd. Its bridge and
+        subordinate ids go whatever happened (an engine that never started included)."""
+        try:
+            self._stop_daemon()
+        finally:
+            self._remove_bridge()
+            self._remove_subids()
+
+    def _stop_daemon(self) -> None:
         if self.proc is not None and self.proc.poll() is not None:
             self.start()
         if self.proc is None:
-            self._remove_bridge()
             return
         engine = Engine.connect(address=self.url)
         cleanup.remove(engine, cleanup.find(engine))
@@ -215,7 +263,6 @@ class SecondEngine:
             if not _mounted(data):
                 break
             subprocess.run(["umount", data], check=False)
-        self._remove_bridge()
 
 
 def _make_certificates(certs: Path) -> None:
@@ -243,13 +290,14 @@ def _mounted(point: str) -> bool:
 
 
 @contextmanager
-def second_dockerd(tls: bool = False, outbound: bool = False) -> Iterator[SecondEngine]:
+def second_dockerd(tls: bool = False, outbound: bool = False,
+                   userns_remap: bool = False) -> Iterator[SecondEngine]:
     """A started second engine (with a mutual-TLS tcp:// listener too when `tls`, a way out
-    for its containers when `outbound`), stopped and its directories removed on the way
-    out."""
+    for its containers when `outbound`, its containers' ids remapped when `userns_remap`),
+    stopped and its directories removed on the way out."""
     # A short path: a unix socket's path holds at most 107 bytes.
     root = Path(tempfile.mkdtemp(prefix="sb-engine-", dir="/tmp"))
-    daemon = SecondEngine(root, tls, outbound)
+    daemon = SecondEngine(root, tls, outbound, userns_remap)
     try:
         daemon.start()
         yield daemon

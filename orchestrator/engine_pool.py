@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from orchestrator import guards, log
+from orchestrator import guards, log, userns
 from orchestrator.engine import Engine, engine_address, tls_config
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.images import ImageLock, transfer
@@ -101,7 +101,29 @@ def facts(engine: Engine, url: str) -> dict[str, Any]:
             "os": version.get("Os"), "arch": info.get("Architecture"),
             "cores": info.get("NCPU"), "memory_bytes": info.get("MemTotal"),
             "storage_driver": info.get("Driver"), "security_options": info.get("SecurityOptions"),
-            "on_this_host": on_this_host(url)}
+            "on_this_host": on_this_host(url),
+            # Whether it remaps its containers' ids; the mapping is read by learn_ids.
+            "userns": {"remap": userns.remaps(info)}}
+
+
+def learn_ids(member: Member, settings: Settings, user: str, run_id: str) -> None:
+    """Once per engine, before any file is made for its containers: on one that remaps
+    their ids, the mapping the kernel applies, read from a probe container of the locked
+    base image and kept in its facts (run.json records it). Only an engine on this host
+    can be read so; another host's that remaps is refused by name."""
+    found = member.facts.get("userns") or {}
+    if not found.get("remap") or "uid_map" in found:
+        return
+    if not member.local:
+        raise SandbenchError(f"engine {member.url} remaps its containers' ids (userns-remap)",
+                             why="the mapping is read from /proc of the engine's host, and "
+                                 "the files of an engine of another host are made there",
+                             fix="run its arms on an engine without userns-remap, or on this "
+                                 "host's")
+    ids = userns.probe(member.engine, ImageLock.load(settings.images_lock).image_id("base"),
+                       user, run_id)
+    found.update(ids.to_json())
+    logger.info("engine_remaps_ids", engine=member.id, **ids.to_json())
 
 
 def connect(urls: Sequence[str] | None, insecure: bool = False) -> list[Member]:
@@ -227,6 +249,7 @@ def prepare(members: Sequence[Member], engine_of: Mapping[str, str],
                          sorted({"base", *placement.engine_images(member),
                                  *(images_of[a] for a in arms_here)}),
                          settings.bench_root / "transfer")
+            learn_ids(member, settings, user, run_id)
             placement.open_engine(member, settings, run_id)
             preflight(member, settings, run_id, user, exec_path,
                       run_dir / "engines" / member.id / "preflight")

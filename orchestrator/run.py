@@ -296,6 +296,7 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
     if not members:
         facts = engine_pool.facts(engine, engine.address)
         members = [engine_pool.Member(engine.address, engine, facts)]
+        engine_pool.learn_ids(members[0], settings, default_user(), run_id)
     r.members = {m.id: m for m in members}
     r.engine_of = {a.name: members[0].id for a in the_plan.available}
     if resume is None:

@@ -194,16 +194,19 @@ class EngineRecord:
     storage_driver: str | None
     security_options: list[str] | None
     on_this_host: bool
+    # Whether it remaps its containers' ids, and how (userns.IdMap); None in a run recorded
+    # before it was.
+    userns: dict[str, Any] | None = None
     preparation: Preparation | None = None
 
     @classmethod
     def from_facts(cls, facts: dict[str, Any]) -> EngineRecord:
         return cls(**{f.name: facts[f.name] for f in dataclasses.fields(cls)
-                      if f.name != "preparation"})
+                      if f.name not in ("preparation", "userns")}, userns=facts.get("userns"))
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name != "preparation"}
+               if f.name != "preparation" and (f.name != "userns" or self.userns is not None)}
         if self.preparation is not None:
             p = self.preparation
             out.update({"refused": p.refused, "images_imported_s": p.images_imported_s})

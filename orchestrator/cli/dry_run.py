@@ -146,6 +146,7 @@ def _show(the_plan: run_mod.Plan, members: list[engine_pool.Member],
     engine_rows = [{"engine": m.url, "id": m.id, "version": m.facts.get("version"),
                     "arch": m.facts.get("arch"), "cores": m.facts.get("cores"),
                     "host": "this" if m.local else "another",
+                    "userns_remap": bool(m.facts.get("userns", {}).get("remap")),
                     "status": m.refused or "usable"} for m in members]
     if as_json:
         emit_json({"suite": the_plan.suite.name, "arms": rows,
@@ -157,4 +158,5 @@ def _show(the_plan: run_mod.Plan, members: list[engine_pool.Member],
     typer.echo(f"{the_plan.total_cells} cells ({len(the_plan.suite.tasks)} tasks, 1 cold + "
                f"{the_plan.suite.reps} warm each)")
     if members:
-        show(table(engine_rows, ["engine", "id", "version", "arch", "cores", "host", "status"]))
+        show(table(engine_rows, ["engine", "id", "version", "arch", "cores", "host", "userns_remap",
+                                      "status"]))

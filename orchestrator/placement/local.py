@@ -1,5 +1,7 @@
 """The engine on this host: an arm's file systems are loop-mounted ext4 images under its
-work dir (`workfs`), bind-mounted into its container with the host's helper file."""
+work dir (`workfs`), bind-mounted into its container with the host's helper file. What is
+made here for the container's user is owned by that user's ids on the host: the same ids,
+or on an engine that remaps them (userns-remap) the ones its user namespace maps them to."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import corpus, guards, log, sandbox_spec, workfs
+from orchestrator import corpus, guards, log, sandbox_spec, userns, workfs
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
 from orchestrator.sandbox_spec import SandboxSpec
@@ -41,18 +43,22 @@ def facts(member: Member) -> dict[str, Any]:
 
 class LocalHelper:
     """The host's helper file, bind-mounted: its digest is of the file the engine mounted,
-    the one opened before the start and still the one at its path after it."""
+    the one opened before the start and still the one at its path after it. `ids`: how the
+    engine maps its containers' ids to the host's (None: it does not)."""
+
+    def __init__(self, ids: userns.IdMap | None = None) -> None:
+        self.ids = ids
 
     @classmethod
     def of(cls, member: Member | None) -> LocalHelper:
-        return cls()
+        return cls(None if member is None else userns.IdMap.of(member.facts))
 
     def source(self, host_file: Path) -> Path:
         return host_file
 
     def start(self, spec: SandboxSpec, create_and_start: Callable[[], None]) -> dict[str, Any]:
         for path, within in sandbox_spec.writable_dirs(spec):
-            workfs.prepare_writable(path, spec.user, within)
+            workfs.prepare_writable(path, userns.host_owner(spec.user, self.ids), within)
         source = spec.helper.source
         try:
             helper = open(source, "rb")  # noqa: SIM115 - held open across the start
@@ -75,13 +81,13 @@ class LocalHelper:
 class LocalPlacement:
     """An arm's file systems at `work/{corpus,state,out}`, mounted only while it runs."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, helper: LocalHelper) -> None:
         self.work = work
-        self.helper = LocalHelper()
+        self.helper = helper
 
     @classmethod
     def of(cls, member: Member, arm: str, work: Path, scratch: Path) -> LocalPlacement:
-        return cls(work)
+        return cls(work, LocalHelper.of(member))
 
     def kept(self, names: Sequence[str]) -> bool:
         return workfs.image_path(self.work, "corpus").is_file()
@@ -96,7 +102,8 @@ class LocalPlacement:
                     home: str) -> corpus.Snapshot:
         """The copy made and verified by `corpus.make_arm_copy`; the HOME is made at every
         sandbox start (`LocalHelper.start`), as every writable place here is."""
-        corpus.make_arm_copy(pristine, self.work / "corpus", pin, owner=owner)
+        corpus.make_arm_copy(pristine, self.work / "corpus", pin,
+                             owner=userns.host_owner(owner, self.helper.ids))
         return corpus.snapshot(self.work / "corpus")
 
     def sandbox_spec(self, lock: ImageLock, arm: ArmSpec, run_id: str, owner: str,

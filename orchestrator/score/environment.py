@@ -205,6 +205,7 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
                           "shared with the other builds, not each image's own")
     if runtime_line := _runtimes(run):
         deviations.append(runtime_line)
+    deviations += _remapped(run)
     hosts = _engine_hosts(run)
     if hosts:
         deviations.append("the arms ran on " + str(len(run["engines"])) + " Docker engines, "
@@ -273,6 +274,24 @@ def runsc_pids(run: Mapping[str, Any],
         return None
     return ("under runsc the pids limit also counts gVisor's own threads, so the engine was "
             "asked for each arm's pids plus theirs: " + "; ".join(parts))
+
+
+def _remapped(run: Mapping[str, Any]) -> list[str]:
+    """One line per engine that remapped its containers' ids (userns-remap), by engine id:
+    the host ids its container uid and gid 0 were, as the run read them from the kernel."""
+    found = run.get("engines")
+    lines = []
+    for engine_id, e in sorted(found.items()) if isinstance(found, dict) else []:
+        ids = e.get("userns") if isinstance(e, dict) else None
+        if not isinstance(ids, dict) or not ids.get("remap"):
+            continue
+        uid, gid = (_listed([f"{a}-{a + n - 1} as {b}-{b + n - 1}" for a, b, n in ids[k]])
+                    for k in ("uid_map", "gid_map"))
+        lines.append(f"engine {engine_id} ran its containers in a user namespace of its own "
+                     f"(userns-remap): container uids {uid}, gids {gid} of the host; what an "
+                     "arm wrote is owned by those host ids")
+    return lines
+
 
 def _engine_hosts(run: Mapping[str, Any]) -> str:
     """Every engine's host when a run spanned several (a one-engine run says nothing more

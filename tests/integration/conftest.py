@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,20 +28,33 @@ def built(engine: Engine) -> Settings:
     return settings
 
 
-@pytest.fixture
-def second_engine(engine: Engine) -> Iterator[SecondEngine]:
-    """A dockerd of this test's own (benchmarks/second_engine.py): the only engine a test may
-    stop, kill or restart; the shared engine is never signalled."""
+@contextmanager
+def _private_engine(**options: bool) -> Iterator[SecondEngine]:
+    """A dockerd of this test's own (benchmarks/second_engine.py) with `options`: the only
+    engine a test may stop, kill or restart; the shared engine is never signalled."""
     if os.geteuid() != 0 or shutil.which("dockerd") is None:
         if os.environ.get("CI"):
             pytest.fail("CI runs as root with Debian's docker.io (dockerd)")
         pytest.skip("starting a second dockerd needs root and dockerd")
     shared_bridge = Path("/sys/class/net/docker0")
     had_bridge = shared_bridge.exists()
-    with second_dockerd() as daemon:
+    with second_dockerd(**options) as daemon:
         yield daemon
     # A dockerd started with --bridge=none deletes docker0: the shared engine's, not its own.
     assert shared_bridge.exists() or not had_bridge, "the second engine removed docker0"
+
+
+@pytest.fixture
+def second_engine(engine: Engine) -> Iterator[SecondEngine]:
+    with _private_engine() as daemon:
+        yield daemon
+
+
+@pytest.fixture
+def remapped_engine(engine: Engine) -> Iterator[SecondEngine]:
+    """A second engine whose containers' ids are remapped (`--userns-remap`)."""
+    with _private_engine(userns_remap=True) as daemon:
+        yield daemon
 
 
 @pytest.fixture
