@@ -4,13 +4,11 @@ container runtime, runc (the host's kernel) and runsc (gVisor's), and every guar
 under both; plus an arm that claims runsc on a container the engine runs under runc.
 
 These attacks run in a sandbox of their own, not through a run, each by a plain exec of the
-engine beside the PID 1 helper (under runsc such an exec does not carry the engine's seccomp
-profile, so they meet gVisor's kernel alone, the harder case). Under the Debian runsc of this
-machine (2022-12) every arm is refused by the channel_private guard (gVisor lets the
-sandbox's uid open PID 1's descriptors through /proc, see guards.UNDER_GVISOR), and past the
-guard the timing helper refuses every command (gVisor has no PR_SET_CHILD_SUBREAPER), so a
-run under runsc measures nothing. The attacks are still made there, to show what gVisor
-blocks, and that the guard's refusal is the hole itself, not a false alarm.
+engine as the tool's uid beside the PID 1 helper (runsc runs without the engine's seccomp
+profile, see guards.UNDER_GVISOR, so they meet gVisor's kernel alone). With the split uids
+and Debian trixie's runsc every guard holds under both kernels and the timing helper runs
+commands under both; the whole hostile suite then runs under runsc too, and its every
+attempt is compared with the same attempt under runc (RUN_DIFFERS lists what differs).
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ from orchestrator.errors import GuardViolation
 from orchestrator.images import ImageLock
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import default_user
-from tests.security.conftest import MAIN_RUN_ID, World, attempts_in
+from tests.security.conftest import MAIN_RUN_ID, MainRun, World, attempts_in
 
 pytestmark = pytest.mark.integration
 
@@ -111,29 +109,22 @@ def _attack_under(runtime: str, world: World,
     return _ATTACKED[runtime]
 
 
-def test_every_guard_runs_and_only_the_channel_fails_under_gvisor(attacked: Attacked) -> None:
-    """Under runc every guard holds; under runsc every guard runs and holds but the channel
-    guard, which refuses the arm (the next test shows the hole it refuses)."""
+def test_every_guard_holds_under_either_kernel(attacked: Attacked) -> None:
+    """Every guard runs and holds under runc and under runsc: with the split uids the
+    executor's channel stays closed to the tool under gVisor too."""
     by_guard = {r.guard: r for r in attacked.verdict}
     assert by_guard["runtime"].found == attacked.runtime
     assert by_guard["kernel"].ok, by_guard["kernel"]
     assert set(guards.UNDER_GVISOR) <= set(by_guard)
-    assert attacked.refused == ([] if attacked.runtime == runtimes.RUNC
-                                else ["channel_private"])
+    assert attacked.refused == []
 
 
-def test_the_timing_helper_runs_commands_only_under_runc(attacked: Attacked) -> None:
-    """gVisor 2022-12 has no child subreaper: the helper refuses to run a command whose
-    daemons could escape its sweep, and says why (fail closed)."""
-    outcome, errors = attacked.helper_run
-    if attacked.runtime == runtimes.RUNC:
-        assert (outcome, errors) == ("ok", [])
-    else:
-        assert outcome == "tampered"
-        assert any("PR_SET_CHILD_SUBREAPER" in e for e in errors), errors
+def test_the_timing_helper_runs_commands_under_either_kernel(attacked: Attacked) -> None:
+    """Trixie's gVisor has PR_SET_CHILD_SUBREAPER: the helper runs a command under both."""
+    assert attacked.helper_run == ("ok", [])
 
 
-def test_pid1_cannot_be_traced_and_its_descriptors_open_only_under_gvisor(
+def test_pid1_cannot_be_traced_nor_its_descriptors_opened_under_either_kernel(
         attacked: Attacked) -> None:
     tried = attacked.priv[1]
     assert tried["PID 1"] == ("IS", "/.sandbench/sandbench-exec serve")
@@ -141,28 +132,25 @@ def test_pid1_cannot_be_traced_and_its_descriptors_open_only_under_gvisor(
     for what in (f"ptrace ATTACH {who}", f"ptrace SEIZE {who}", f"process_vm_readv {who}",
                  f"pidfd_getfd {who} stdout", "ptrace ATTACH PID 1"):
         assert tried[what][0] != "OK", (attacked.runtime, what, tried[what])
+    # gVisor ignores PR_SET_DUMPABLE: what keeps the descriptor closed there is the uid.
     opened = tried[f"open /proc/{who}/fd/1 for writing"]
-    if attacked.runtime == runtimes.RUNC:
-        assert opened[0] in {"EPERM", "EACCES"}, opened
-    else:  # gVisor 2022-12 ignores PR_SET_DUMPABLE here: channel_private refuses the arm
-        assert opened[0] == "OK", opened
+    assert opened[0] in {"EPERM", "EACCES"}, (attacked.runtime, opened)
 
 
 def test_no_privilege_is_gained_under_either_kernel(attacked: Attacked) -> None:
     tried = attacked.priv[0]
     for what in ("setuid(0)", "setgid(0)", "chroot /tmp", "mount(2) tmpfs on /tmp",
                  "mount(2) bind / on /tmp"):
-        assert tried[what][0] == "EPERM", (attacked.runtime, what, tried[what])
+        if (attacked.runtime, what) not in GVISOR_OWN:
+            assert tried[what][0] == "EPERM", (attacked.runtime, what, tried[what])
     assert "PermissionError" in tried["suid-python setuid(0)"][1]
     assert tried["su -c id"][0] != "OK"
     status = tried["own status"][1]
     for line in ("CapPrm: 0000000000000000", "CapEff: 0000000000000000",
-                 "CapBnd: 0000000000000000"):
+                 "CapBnd: 00000000000000c0"):
         assert line in status, (attacked.runtime, status)
-    # A plain exec carries the engine's seccomp profile under runc only: runsc applies it
-    # (--oci-seccomp) to the container's first process and what it forks, which is every
-    # command of a run (the seccomp guard reads 2 from the probe PID 1 forks), not to an
-    # exec of its own. So under runsc these attempts meet gVisor's kernel alone.
+    # The engine's seccomp profile filters the tool's calls under runc only: runsc runs
+    # without --oci-seccomp (guards.UNDER_GVISOR), so these attempts meet gVisor's kernel.
     assert f"Seccomp: {2 if attacked.runtime == runtimes.RUNC else 0}" in status, status
     # gVisor prints no NoNewPrivs line; the flag itself is set under both kernels.
     assert attacked.nnp.strip() == "1", attacked.nnp
@@ -267,24 +255,37 @@ def test_an_arm_that_claims_runsc_on_a_runc_container_is_refused(
         assert kernel["kernel"].found == guards.HOST_KERNEL and not kernel["kernel"].ok
 
 
-def test_the_hostile_run_under_runsc_refuses_every_arm_and_runs_nothing(world: World) -> None:
-    """The whole hostile suite with --runtime runsc on this gVisor: every arm is refused
-    by its guards before any command (channel_private; the forging helper's arm by
-    image_helpers too, the VOLUME arm by its mounts), and run.json names every arm's
-    runtime."""
+# Every attempt of the hostile suite whose result differs when its arms run under runsc
+# (arm, task, rep, attempt) -> (under runc, under runsc); every other attempt of every cell
+# gives the same result under both kernels.
+RUN_DIFFERS: dict[tuple[str, str, int, str], tuple[str, str]] = {}
+
+
+def _cells(run_dir: Path) -> dict[tuple[str, str, int], Path]:
+    return {(p.parent.parent.parent.name, p.parent.parent.name, int(p.parent.name)): p.parent
+            for p in (run_dir / "cells").glob("*/*/*/record.json")}
+
+
+def test_the_hostile_suite_under_runsc_runs_and_differs_from_runc_as_listed(
+        world: World, main_run: MainRun) -> None:
+    """The whole hostile suite with --runtime runsc: the same arms are refused as under runc
+    (the forging helper's by image_helpers, the VOLUME arm by its mounts), every other arm
+    runs every cell, and every attempt's result equals its result under runc except where
+    RUN_DIFFERS says."""
     run_dir = run.execute(world.engine, world.settings, "main", jobs=2,
                           runtime=runtimes.RUNSC)
     meta = json.loads((run_dir / "run.json").read_text())
     assert {a["runtime"] for a in meta["arms"].values()} == {runtimes.RUNSC}
-    for name, arm in meta["arms"].items():
-        # h-volume's image VOLUME fails the outside mounts guard first, as under runc: no
-        # probe runs in a container that fails outside.
-        first = "mounts" if name == "h-volume" else "channel_private"
-        assert first in arm.get("refused", ""), (name, arm.get("refused"))
-    assert not list((run_dir / "cells").glob("*/*/*/record.json"))
-    verdicts = {p.parent.name: {r["guard"]: r["ok"] for r in json.loads(p.read_text())}
-                for p in (run_dir / "guards").glob("*/verdict.json")}
-    assert set(verdicts) == set(meta["arms"])
-    assert all(v["runtime"] for v in verdicts.values())
-    assert all(v["kernel"] for name, v in verdicts.items() if name != "h-volume")
-    assert not verdicts["h-helper"]["image_helpers"]
+    refused = {name for name, arm in meta["arms"].items() if arm.get("refused")}
+    assert refused == {name for name, arm in main_run.meta["arms"].items()
+                       if arm.get("refused")}
+    under_runc, under_runsc = _cells(main_run.run_dir), _cells(run_dir)
+    assert set(under_runsc) == set(under_runc)
+    differs = {}
+    for cell in sorted(under_runc):
+        a, b = attempts_in(under_runc[cell] / "stdout"), attempts_in(under_runsc[cell] / "stdout")
+        for what in sorted(set(a) | set(b)):
+            first, second = a.get(what, ("absent", ""))[0], b.get(what, ("absent", ""))[0]
+            if first != second:
+                differs[(*cell, what)] = (first, second)
+    assert differs == RUN_DIFFERS
