@@ -4,14 +4,13 @@ runtimes interleaved call by call (never one absolute time):
 - container start: an rg arm's hardened sandbox created, started and attached as a run
   starts it (`start_*`), and removed;
 - per-call path: a plain `docker exec` of `true` into a started sandbox, host bracket
-  (`exec_*`): the engine's exec path under each runtime. The timing helper's own path is
-  not measured under runsc: gVisor 2022-12 has no PR_SET_CHILD_SUBREAPER, so the helper
-  refuses every command there (`helper_under_runsc` says what it answered);
+  (`exec_*`): the engine's exec path under each runtime; and a measured command, `true`
+  through the resident executor with the split uids as a run sends it, host bracket
+  (`call_*`);
 - rg over a synthetic tree of a few thousand files on the arm's mounted /corpus, warm, by
   the same plain exec (`rg_*`);
-- the demo suite's wall time with every arm under each runtime (`demo_*`): under runsc on
-  this gVisor every arm is refused by its guards before any command (guards.UNDER_GVISOR,
-  channel_private), so that figure is the time to refuse them, and says so.
+- the demo suite's wall time with every arm under each runtime (`demo_*`), with the arms
+  each refused (a ratio only when none was).
 
 Every figure is a median with its ratio runsc / runc. Written to
 bench/benchmarks/runtime.json.
@@ -92,10 +91,19 @@ def _calls(boxes: dict[str, Sandbox], execs: int, figures: dict[str, Any]) -> No
     figures["execs"] = execs
 
 
-def _helper_under_runsc(box: Sandbox, work: Path) -> str:
-    """What the timing helper answers under runsc: the outcome and the helper's error."""
-    record = box.exec(["true"], work / "helper-runsc", timeout_s=30)
-    return f"{record.outcome}: {'; '.join(record.helper.get('errors') or []) or 'no error'}"
+def _helper_calls(boxes: dict[str, Sandbox], calls: int, work: Path,
+                  figures: dict[str, Any]) -> None:
+    """`true` through the timing helper as a run measures a command, host bracket."""
+    seen: dict[str, list[int]] = {rt: [] for rt in RUNTIMES}
+    for i in range(calls):
+        for rt in RUNTIMES:
+            record = boxes[rt].exec(["true"], work / "calls" / rt / str(i), timeout_s=30,
+                                    durable=False)
+            if record.outcome != "ok":
+                raise SystemExit(f"runtime_bench: `true` through the helper under {rt}: "
+                                 f"{record.outcome} {record.helper.get('errors')}")
+            seen[rt].append(record.timing["host_bracket_ns"])
+    _side_by_side("call", seen, figures)
 
 
 def _rg(boxes: dict[str, Sandbox], reps: int, files: int, figures: dict[str, Any]) -> None:
@@ -154,8 +162,7 @@ def _demo_runs(engine: Engine, settings: Settings, figures: dict[str, Any]) -> N
         figures["demo_runsc_s"] / figures["demo_runc_s"], 2)
     if refused:
         figures["demo_runsc_note"] = (
-            "every arm under runsc was refused by its guards before any command: the runsc "
-            "figure is the time to refuse them, not a measured suite")
+            f"arms refused under runsc ({', '.join(refused)}): its figure is not a suite's")
 
 
 def main() -> None:
@@ -185,8 +192,8 @@ def main() -> None:
             with Sandbox(engine, specs[runtimes.RUNC]) as runc, \
                     Sandbox(engine, specs[runtimes.RUNSC]) as runsc:
                 boxes = {runtimes.RUNC: runc, runtimes.RUNSC: runsc}
-                figures["helper_under_runsc"] = _helper_under_runsc(runsc, work)
                 _calls(boxes, args.execs, figures)
+                _helper_calls(boxes, args.execs, work, figures)
                 _rg(boxes, args.reps, args.files, figures)
     if not args.no_demo:
         _demo(engine, settings, figures)

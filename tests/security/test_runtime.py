@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +29,7 @@ from orchestrator.errors import GuardViolation
 from orchestrator.images import ImageLock
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import default_user
+from orchestrator.transcripts import read_record
 from tests.security.conftest import MAIN_RUN_ID, MainRun, World, attempts_in
 
 pytestmark = pytest.mark.integration
@@ -164,7 +167,7 @@ def test_raw_sockets_devices_and_dangerous_system_calls_are_refused(
                 attacked.runtime, what) not in GVISOR_OWN:
             assert result != "OK", (attacked.runtime, what, detail)
     for what, (result, detail) in calls.items():
-        if what.startswith("syscall "):
+        if what.startswith("syscall ") and (attacked.runtime, what) not in GVISOR_OWN:
             assert result in {"EPERM", "ENOSYS", "EINVAL", "EFAULT", "EACCES", "ENODEV"}, \
                 (attacked.runtime, what, result, detail)
 
@@ -180,30 +183,41 @@ def test_nothing_reaches_the_hosts_loopback_under_either_kernel(attacked: Attack
 # What a tool may do under gVisor 2022-12 that runc refuses, each inside the sandbox kernel
 # only: its namespaces, device nodes and devices are the Sentry's, not the host's.
 GVISOR_OWN = {(runtimes.RUNSC, what) for what in (
-    "mknod /tmp/null", "mknod /dev/shm/mem", "open /dev/fuse", "open /dev/net/tun")}
+    "mknod /tmp/null", "mknod /dev/shm/mem", "open /dev/fuse", "open /dev/net/tun",
+    # After its own unshare(user) and unshare(mount), which gVisor allows: a tmpfs in the
+    # sandbox kernel's own mount namespace, and a key in its own keyring.
+    "mount(2) tmpfs on /tmp", "syscall keyctl")}
 # Every attempt of the kernel-boundary phases whose result differs under gVisor (phase file,
-# attempt) -> its result there; every other attempt's result is the same under both kernels.
+# attempt) -> its result there (runc's in the comment); every other attempt's result is the
+# same under both kernels. Measured with Debian trixie's runsc 0.0~20240729 and the split uids.
 GVISOR_DIFFERS = {
-    ("priv", 0, "unshare(user)"): "OK", ("priv", 0, "unshare(mount)"): "OK",
-    ("priv", 0, "unshare(net)"): "OK", ("priv", 0, "unshare(pid)"): "OK",
-    ("priv", 0, "unshare -m mount"): "ENOMEM",
-    ("priv", 0, "setns into PID 1's net ns"): "ENOTSUP",
-    ("priv", 0, "setns into own net ns"): "ENOTSUP",
-    # The hole channel_private refuses: PID 1's descriptors and environment through /proc.
-    ("priv", 1, "listdir /proc/PID 1 helper/fd"): "OK",
-    ("priv", 1, "open /proc/PID 1 helper/fd/1 for writing"): "OK",
-    ("priv", 1, "read /proc/1/environ"): "OK",
-    ("priv", 1, "read /proc/PID 1 helper/environ"): "OK",
-    ("priv", 1, "pidfd_getfd PID 1 helper stdout"): "ENOSYS",
-    ("priv", 1, "pidfd_getfd helper stdout"): "ENOSYS",
-    ("priv", 1, "process_vm_readv PID 1 helper"): "ENOSYS",
-    ("priv", 2, "mknod /dev/shm/mem"): "OK", ("priv", 2, "mknod /tmp/null"): "OK",
-    ("priv", 2, "open /dev/fuse"): "OK", ("priv", 2, "open /dev/net/tun"): "OK",
-    ("priv", 2, "open /dev/tty"): "EIO",
-    ("priv", 3, "syscall add_key"): "EACCES", ("priv", 3, "syscall keyctl"): "EACCES",
-    ("priv", 3, "syscall perf_event_open"): "ENODEV",
-    ("priv", 3, "syscall userfaultfd"): "ENOSYS",
-    ("net", 0, "dns-udp [::1]:53"): "ECONNREFUSED",
+    ("priv", 0, "mount(2) bind / on /tmp"): "EINVAL",  # runc EPERM
+    ("priv", 0, "mount(2) tmpfs on /tmp"): "OK",  # runc EPERM; in its own namespaces
+    ("priv", 0, "setns into PID 1's net ns"): "EPERM",  # runc EACCES
+    ("priv", 0, "setns into own net ns"): "OK",  # runc EPERM
+    ("priv", 0, "unshare -m mount"): "ENOMEM",  # runc RuntimeError
+    ("priv", 0, "unshare(mount)"): "OK",  # runc EPERM
+    ("priv", 0, "unshare(net)"): "OK",  # runc EPERM
+    ("priv", 0, "unshare(pid)"): "OK",  # runc EPERM
+    ("priv", 0, "unshare(user)"): "OK",  # runc EPERM
+    # gVisor ignores the dumpable flag: PID 1's fd list shows, none of them opens (another
+    # uid's, mode 0600), and its environment reads back as the zeros PID 1 left there.
+    ("priv", 1, "listdir /proc/PID 1 helper/fd"): "OK",  # runc EACCES
+    ("priv", 1, "read /proc/1/environ"): "OK",  # runc EACCES
+    ("priv", 1, "read /proc/PID 1 helper/environ"): "OK",  # runc EACCES
+    ("priv", 1, "pidfd_getfd PID 1 helper stdout"): "ENOSYS",  # runc EPERM
+    ("priv", 1, "pidfd_getfd helper stdout"): "ENOSYS",  # runc EINVAL
+    ("priv", 1, "process_vm_readv PID 1 helper"): "EPERM",  # runc EACCES
+    ("priv", 2, "mknod /dev/shm/mem"): "OK",  # runc EPERM
+    ("priv", 2, "mknod /tmp/null"): "OK",  # runc EPERM
+    ("priv", 2, "open /dev/fuse"): "OK",  # runc ENOENT
+    ("priv", 2, "open /dev/net/tun"): "OK",  # runc ENOENT
+    ("priv", 2, "open /dev/tty"): "EIO",  # runc ENXIO
+    ("priv", 3, "syscall add_key"): "EACCES",  # runc EPERM
+    ("priv", 3, "syscall keyctl"): "OK",  # runc EPERM; gVisor's own keyring
+    ("priv", 3, "syscall perf_event_open"): "ENODEV",  # runc EPERM
+    ("priv", 3, "syscall userfaultfd"): "ENOSYS",  # runc EPERM
+    ("net", 0, "dns-udp [::1]:53"): "ECONNREFUSED",  # runc EADDRNOTAVAIL
 }
 # Attempts whose target is this process's own parent: under a plain exec that is outside the
 # container (runc: pid 0) or the runtime's exec shim, so its results say nothing here.
@@ -255,10 +269,66 @@ def test_an_arm_that_claims_runsc_on_a_runc_container_is_refused(
         assert kernel["kernel"].found == guards.HOST_KERNEL and not kernel["kernel"].ok
 
 
-# Every attempt of the hostile suite whose result differs when its arms run under runsc
-# (arm, task, rep, attempt) -> (under runc, under runsc); every other attempt of every cell
-# gives the same result under both kernels.
-RUN_DIFFERS: dict[tuple[str, str, int, str], tuple[str, str]] = {}
+# Every attempt of the hostile suite whose result differs when its arms run under runsc,
+# (arm, attempt) -> (under runc, under runsc), a pid in an attempt's name written N; every
+# other attempt of every cell gives the same result under both kernels.
+# Measured with Debian trixie's runsc 0.0~20240729 and the split uids. What gVisor allows is
+# its own kernel's (namespaces, devices, keyring, the fd list of PID 1, none of which opens,
+# and PID 1's environment, which reads back as zeros); what it refuses it refuses with another
+# errno; its loopback has an ::1 (runc's sandbox has none).
+RUN_DIFFERS: dict[tuple[str, str], tuple[str, str]] = {
+    ('h-channel', "list PID 1's descriptors"): ('EACCES', 'OK'),
+    ('h-channel', 'pidfd_getfd PID 1 fd 0'): ('EPERM', 'ENOSYS'),
+    ('h-channel', 'pidfd_getfd PID 1 fd 1'): ('EPERM', 'ENOSYS'),
+    ('h-channel', 'pidfd_getfd the runner fd 0'): ('EPERM', 'ENOSYS'),
+    ('h-channel', 'pidfd_getfd the runner fd 1'): ('EPERM', 'ENOSYS'),
+    ('h-net', 'dns-udp [::1]:53'): ('EADDRNOTAVAIL', 'ECONNREFUSED'),
+    ('h-net', 'tcp [::1]:41299'): ('EADDRNOTAVAIL', 'ECONNREFUSED'),
+    ('h-net', 'udp-roundtrip [::1]:41299'): ('EADDRNOTAVAIL', 'ECONNREFUSED'),
+    ('h-net', 'udp-sendto [::1]:41299'): ('EADDRNOTAVAIL', 'OK'),
+    ('h-priv', 'mount(2) bind / on /tmp'): ('EPERM', 'EINVAL'),
+    ('h-priv', 'mount(2) tmpfs on /tmp'): ('EPERM', 'OK'),
+    ('h-priv', "setns into PID 1's net ns"): ('EACCES', 'EPERM'),
+    ('h-priv', 'setns into own net ns'): ('EPERM', 'OK'),
+    ('h-priv', 'unshare(mount)'): ('EPERM', 'OK'),
+    ('h-priv', 'unshare(net)'): ('EPERM', 'OK'),
+    ('h-priv', 'unshare(pid)'): ('EPERM', 'OK'),
+    ('h-priv', 'unshare(user)'): ('EPERM', 'OK'),
+    ('h-priv', 'listdir /proc/PID 1 helper/fd'): ('EACCES', 'OK'),
+    ('h-priv', 'listdir /proc/helper/fd'): ('EACCES', 'OK'),
+    ('h-priv', 'pidfd_getfd PID 1 helper stdout'): ('EPERM', 'ENOSYS'),
+    ('h-priv', 'pidfd_getfd helper stdout'): ('EPERM', 'ENOSYS'),
+    ('h-priv', 'process_vm_readv PID 1 helper'): ('EACCES', 'EPERM'),
+    ('h-priv', 'process_vm_readv helper'): ('EACCES', 'EPERM'),
+    ('h-priv', 'read /proc/N/environ'): ('EACCES', 'OK'),
+    ('h-priv', 'read /proc/PID 1 helper/environ'): ('EACCES', 'OK'),
+    ('h-priv', 'read /proc/helper/environ'): ('EACCES', 'OK'),
+    ('h-priv', 'mknod /dev/shm/mem'): ('EPERM', 'OK'),
+    ('h-priv', 'mknod /tmp/null'): ('EPERM', 'OK'),
+    ('h-priv', 'open /dev/fuse'): ('ENOENT', 'OK'),
+    ('h-priv', 'open /dev/net/tun'): ('ENOENT', 'OK'),
+    ('h-priv', 'open /dev/tty'): ('ENXIO', 'EIO'),
+    ('h-priv', 'syscall add_key'): ('EPERM', 'EACCES'),
+    ('h-priv', 'syscall keyctl'): ('EPERM', 'OK'),
+    ('h-priv', 'syscall perf_event_open'): ('EPERM', 'ENODEV'),
+    ('h-priv', 'syscall userfaultfd'): ('EPERM', 'ENOSYS'),
+    ('h-read', 'read /proc/N/environ'): ('EACCES', 'OK'),
+    ('h-read', 'read /proc/N/environ (/.sandbench/sandbench-exec serve)'): ('EACCES', 'OK'),
+    ('h-read', 'read /proc/kmsg'): ('EACCES', 'ENOENT'),
+    ('h-read', 'name_to_handle_at /corpus'): ('EPERM', 'ENOTSUP'),
+    ('h-read', 'open_by_handle_at host root via /corpus'): ('EPERM', 'ENOTSUP'),
+    ('h-read', 'open_by_handle_at host root via /state'): ('EPERM', 'ENOTSUP'),
+    ('h-write', 'write /etc/sandbench-hostile'): ('EROFS', 'EACCES'),
+    ('h-write', 'write /proc/sysrq-trigger'): ('ENOENT', 'EACCES'),
+    ('h-write', 'write /sandbench-hostile'): ('EROFS', 'EACCES'),
+    ('h-write', 'write /usr/bin/rg'): ('EROFS', 'EACCES'),
+}
+# Arms whose sandbox gVisor itself ends: past the pids limit its Sentry crashes (exit 2), past
+# the memory limit the engine kills it (137, OOM); the first cell is `sandbox-died`, every
+# later one `sandbox-died` flagged `not-attempted`, and the run goes on. Under runc the same
+# attacks get EAGAIN and an OOM kill of the tool alone, and the arm runs every cell.
+SANDBOX_DIES = {"h-fork": 2, "h-oom": 137}
+_PID = re.compile(r"/proc/\d+/")
 
 
 def _cells(run_dir: Path) -> dict[tuple[str, str, int], Path]:
@@ -266,26 +336,39 @@ def _cells(run_dir: Path) -> dict[tuple[str, str, int], Path]:
             for p in (run_dir / "cells").glob("*/*/*/record.json")}
 
 
+def _attempts(cell: Path) -> dict[str, str]:
+    return {_PID.sub("/proc/N/", what): result
+            for what, (result, _) in attempts_in(cell / "stdout").items()}
+
+
 def test_the_hostile_suite_under_runsc_runs_and_differs_from_runc_as_listed(
         world: World, main_run: MainRun) -> None:
     """The whole hostile suite with --runtime runsc: the same arms are refused as under runc
-    (the forging helper's by image_helpers, the VOLUME arm by its mounts), every other arm
-    runs every cell, and every attempt's result equals its result under runc except where
-    RUN_DIFFERS says."""
+    (the forging helper's by image_helpers, the VOLUME arm by its mounts), the arms gVisor
+    ends are classified so and the run goes on, and every attempt of every other cell gives
+    its result under runc except where RUN_DIFFERS says."""
     run_dir = run.execute(world.engine, world.settings, "main", jobs=2,
                           runtime=runtimes.RUNSC)
     meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["status"] == "complete"
     assert {a["runtime"] for a in meta["arms"].values()} == {runtimes.RUNSC}
     refused = {name for name, arm in meta["arms"].items() if arm.get("refused")}
     assert refused == {name for name, arm in main_run.meta["arms"].items()
                        if arm.get("refused")}
     under_runc, under_runsc = _cells(main_run.run_dir), _cells(run_dir)
     assert set(under_runsc) == set(under_runc)
-    differs = {}
-    for cell in sorted(under_runc):
-        a, b = attempts_in(under_runc[cell] / "stdout"), attempts_in(under_runsc[cell] / "stdout")
+    for cell in sorted(c for c in under_runsc if c[0] in SANDBOX_DIES):
+        record = read_record(under_runsc[cell] / "record.json")
+        first = cell == min(c for c in under_runsc if c[0] == cell[0])
+        assert record.outcome == "sandbox-died", (cell, record.outcome)
+        assert record.flags == ([] if first else ["not-attempted"]), (cell, record.flags)
+        assert record.exit["sandbox"]["exit_code"] == SANDBOX_DIES[cell[0]], record.exit
+    differs: dict[tuple[str, str], Any] = {}
+    for cell in sorted(c for c in under_runc if c[0] not in SANDBOX_DIES):
+        a, b = _attempts(under_runc[cell]), _attempts(under_runsc[cell])
         for what in sorted(set(a) | set(b)):
-            first, second = a.get(what, ("absent", ""))[0], b.get(what, ("absent", ""))[0]
-            if first != second:
-                differs[(*cell, what)] = (first, second)
+            pair = (a.get(what, "absent"), b.get(what, "absent"))
+            if pair[0] != pair[1]:
+                differs[(cell[0], what)] = pair if differs.get((cell[0], what), pair) == pair \
+                    else "differs from cell to cell"
     assert differs == RUN_DIFFERS
