@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,6 +75,9 @@ def test_prune_keeps_the_locked_image_and_the_one_a_container_uses(
     settings, token = tiny
     label = f"{TEST_LABEL}={token}"
     superseded = _build_tiny(engine, settings, token, 1)
+    # An image's Created is in whole seconds and ties go by id: a second apart, so that
+    # "oldest first" is the order the images were built in.
+    time.sleep(1.1)
     in_use = _build_tiny(engine, settings, token, 2)
     engine.create_container({"image": in_use, "command": ["true"], "network_mode": "none",
                              "labels": lb.base_labels(**{TEST_LABEL: token})})
