@@ -51,7 +51,9 @@
  * uids are all the tool's, can neither signal nor trace nor open the descriptors of any
  * process whose real uid is 0. That holds under gVisor too, which ignores PR_SET_DUMPABLE.
  * The tool itself takes all three uids before execve, which clears every capability it had.
- * Without --as, helper and tool share the helper's uid (a helper started as the tool's uid).
+ * Without --as, helper and tool share the helper's uid (a helper started as the tool's uid);
+ * as uid 0 inside a sandbox (a runner of `serve`, or started by docker exec) the helper is the
+ * executor and refuses to run or probe without --as.
  *
  * The decoder is orchestrator/execproto.py; keep the two in step.
  *
@@ -439,6 +441,10 @@ static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
 /* ------------------------------------------------------------------------------------- */
 /* Two identities: the executor's and the tool's                                          */
 
+/* Set in a runner that `serve` forked: its parent is the namespace's PID 1, the serving
+   helper itself, so the pre-exec sweep may run as it does under docker exec. */
+static bool g_served;
+
 /* The tool's ids from `--as UID:GID`; `set` is false without the option. */
 struct tool_ids {
     bool set;
@@ -487,6 +493,19 @@ static bool become_runner(const struct tool_ids *ids)
         return false;
     }
     return true;
+}
+
+/* Inside a sandbox (a runner PID 1 forked, or a helper started from outside the pid
+   namespace, as docker exec starts it) uid 0 is the executor's: a command there without
+   --as would run the tool as the executor, with its capabilities. Refused, naming why. */
+static bool tool_ids_required(const struct tool_ids *ids, const char *command)
+{
+    bool in_sandbox = g_served || getppid() == 0;
+    if (ids->set || geteuid() != 0 || !in_sandbox)
+        return true;
+    helper_error("%s: refused: as uid 0 in a sandbox this helper is the executor; the tool "
+                 "runs only as another uid (--as UID:GID)", command);
+    return false;
 }
 
 /* All three uids the tool's: what was left of the executor's capabilities is cleared. Safe
@@ -711,9 +730,6 @@ static bool read_oom_kills(uint64_t *out)
 /* ------------------------------------------------------------------------------------- */
 /* run                                                                                    */
 
-/* Set in a runner that `serve` forked: its parent is the namespace's PID 1, the serving
-   helper itself, so the pre-exec sweep may run as it does under docker exec. */
-static bool g_served;
 
 struct run_opts {
     uint64_t timeout_ms, grace_ms, cap_bytes;
@@ -1345,7 +1361,8 @@ static int cmd_run(int argc, char **argv)
     if (rc != 0)
         return rc;
     /* The uids first: changing the effective uid resets the dumpable flag. */
-    if (!become_runner(&r.opt.as) || !prepare_helper(&r))
+    if (!tool_ids_required(&r.opt.as, "run") || !become_runner(&r.opt.as)
+        || !prepare_helper(&r))
         return EXIT_NO_RESULT;
     if (r.opt.sweep && !sweep_container(&r))
         return EXIT_NO_RESULT;
@@ -2157,7 +2174,7 @@ static int cmd_probe(int argc, char **argv)
     if (rc != 0)
         return rc;
     /* Every fact is the tool's view: the probe takes the tool's ids first, all three uids. */
-    if (!become_runner(&o.ids))
+    if (!tool_ids_required(&o.ids, "probe") || !become_runner(&o.ids))
         return EXIT_NO_RESULT;
     if (!become_tool(&o.ids)) {
         char why[160];

@@ -101,8 +101,13 @@ def run_tool(helper: Path, argv: list[str], *opts: str, **kwargs: Any) -> Exec:
     return run_helper(helper, "run", *opts, "--", *argv, **kwargs)
 
 
-def py(code: str, *args: str) -> list[str]:
-    return [PY, "-c", textwrap.dedent(code), *args]
+def py(code: str, *args: str, python: str = PY) -> list[str]:
+    return [python, "-c", textwrap.dedent(code), *args]
+
+
+# The system's interpreter, for tools that run as nobody (this checkout's virtualenv may lie
+# under a directory only root can enter).
+SYSTEM_PY = shutil.which("python3", path="/usr/bin:/bin") or PY
 
 
 def pid_gone(pid: int) -> bool:
@@ -379,7 +384,8 @@ def test_a_double_forked_daemon_does_not_outlive_the_exec(helper: Path, tmp_path
 def sandbox_pids(helper: Path) -> Iterator[tuple[str, ...]]:
     """A pid namespace shaped like a sandbox's: the idle helper as its PID 1, a /proc of its
     own. Yields the nsenter prefix that starts a process in it from outside, as docker exec
-    does (so the process's parent is invisible to it: getppid() == 0)."""
+    does (so the process's parent is invisible to it: getppid() == 0), as nobody: as root
+    the helper there is the executor, which runs a tool only `--as` another uid."""
     unshare, nsenter = shutil.which("unshare"), shutil.which("nsenter")
     if unshare is None or nsenter is None or os.geteuid() != 0:
         pytest.skip("needs unshare and nsenter as root")
@@ -390,7 +396,8 @@ def sandbox_pids(helper: Path) -> Iterator[tuple[str, ...]]:
         time.sleep(0.01)
     (init,) = map(int, children.read_text().split())
     try:
-        yield (nsenter, "-t", str(init), "--pid", "--mount", "--")
+        yield (nsenter, "-t", str(init), "--pid", "--mount", "--", "setpriv", "--reuid",
+               "65534", "--regid", "65534", "--clear-groups")
     finally:
         os.kill(init, signal.SIGKILL)  # the namespace's init: the kernel ends the rest
         outer.wait(timeout=10)
@@ -403,7 +410,7 @@ def test_a_sweep_kills_what_earlier_execs_left_and_spares_pid_1(
         helper: Path, sandbox_pids: tuple[str, ...]) -> None:
     """A daemon whose own run helper was killed lives on under PID 1; the next exec's
     helper kills it (and anything it forks meanwhile) before the tool starts."""
-    leftovers = py("""
+    leftovers = py(python=SYSTEM_PY, code="""
         import os, signal, time
         for ignore_term in (False, True):
             if os.fork() == 0:
@@ -420,7 +427,7 @@ def test_a_sweep_kills_what_earlier_execs_left_and_spares_pid_1(
         """)
     subprocess.run([*sandbox_pids, *leftovers], check=True, timeout=30)
     time.sleep(0.3)
-    ex = run_tool(helper, py(PIDS_SEEN), "--sweep", prefix=sandbox_pids)
+    ex = run_tool(helper, py(PIDS_SEEN, python=SYSTEM_PY), "--sweep", prefix=sandbox_pids)
     r = ex.result
     assert r["exit_code"] == 0 and r["stray_swept"] >= 4, r
     assert ex.decoded.helper_errors == []
@@ -449,7 +456,7 @@ def test_without_sweep_nothing_outside_the_tree_is_touched(
         helper: Path, sandbox_pids: tuple[str, ...]) -> None:
     subprocess.run([*sandbox_pids, "sh", "-c", "sleep 30 &"], check=True, timeout=30)
     time.sleep(0.2)
-    r = run_tool(helper, py(PIDS_SEEN), prefix=sandbox_pids).result
+    r = run_tool(helper, py(PIDS_SEEN, python=SYSTEM_PY), prefix=sandbox_pids).result
     assert r["stray_swept"] == 0
     r = run_tool(helper, ["true"], "--sweep", prefix=sandbox_pids).result
     assert r["stray_swept"] == 1

@@ -19,10 +19,10 @@ import pytest
 
 from orchestrator import execproto
 from orchestrator.execproto import Envelope, decode_exec_stream, encode_request
-from tests.unit.test_exec_helper import PY, py
 
 pytestmark = pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0,
                                 reason="needs unshare as root")
+NOBODY = 65534
 
 
 @dataclass
@@ -41,8 +41,13 @@ class Answer:
 class Served:
     """A serving helper as PID 1, and the orchestrator's side of its channel."""
 
-    def __init__(self, helper_path: Path, env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc",
+    def __init__(self, helper_path: Path, env: dict[str, str] | None = None,
+                 as_uid: int | None = None) -> None:
+        """PID 1 as root (the executor, which starts each tool `--as` another uid), or as
+        `as_uid` (helper and tool one uid: the serving mechanics alone)."""
+        drop = [] if as_uid is None else ["setpriv", "--reuid", str(as_uid), "--regid",
+                                          str(as_uid), "--clear-groups"]
+        self.proc = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", *drop,
                                       str(helper_path), "serve"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
 
@@ -78,7 +83,7 @@ class Served:
 
 @pytest.fixture
 def served(helper: Path) -> Iterator[Served]:
-    s = Served(helper)
+    s = Served(helper, as_uid=NOBODY)
     try:
         yield s
     finally:
@@ -107,17 +112,8 @@ def test_a_runner_the_tool_kills_ends_its_answer_and_the_next_request_sweeps(
         served: Served, tmp_path: Path) -> None:
     """The tool SIGKILLs its runner after leaving a daemon: the answer still ends (the
     envelope is PID 1's), with no result, and the next request's sweep kills the daemon."""
-    answer = served.ask("run", "--", *py("""
-        import os, time
-        if os.fork() == 0:
-            os.setsid()
-            if os.fork() == 0:
-                time.sleep(1000)
-            os._exit(0)
-        time.sleep(0.2)
-        os.kill(os.getppid(), 9)
-        time.sleep(5)
-        """))
+    answer = served.ask("run", "--", "sh", "-c",
+                        "(setsid sleep 1000 &); sleep 0.2; kill -9 $PPID; sleep 5")
     assert answer.envelope.end == "signal 9" and answer.envelope.exit_code() == 137
     assert answer.decoded.result is None
     # PID 1 reaps the swept daemon while the next request still runs (as `idle` would):
@@ -127,6 +123,20 @@ def test_a_runner_the_tool_kills_ends_its_answer_and_the_next_request_sweeps(
     assert nxt.result["stray_swept"] >= 1 and nxt.result["exit_code"] == 0
     assert nxt.stdout == b"", nxt.stdout
     assert served.ask("run", "--sweep", "--", "true").result["stray_swept"] == 0
+
+
+def test_the_executor_refuses_a_command_without_the_tools_ids(helper: Path) -> None:
+    """As root, PID 1 is the executor: a request without --as would run the tool as uid 0
+    with the executor's capabilities, and is refused with a result-less answer."""
+    root = Served(helper)
+    try:
+        for request in (["run", "--", "id", "-u"], ["probe"]):
+            answer = root.ask(*request)
+            assert answer.envelope.exit_code() == 125 and answer.stdout == b""
+            assert any("refused" in e and "--as UID:GID" in e
+                       for e in answer.decoded.helper_errors), answer.decoded.helper_errors
+    finally:
+        root.close()
 
 
 def test_probe_runs_through_the_channel(served: Served) -> None:
@@ -161,7 +171,7 @@ def test_the_channel_costs_little_per_request(served: Served) -> None:
     mean the envelope waits on something it should not."""
     began = time.monotonic()
     for _ in range(10):
-        served.ask("run", "--", PY, "-c", "pass")
+        served.ask("run", "--", "true")
     assert time.monotonic() - began < 30
 
 
