@@ -14,6 +14,7 @@ from orchestrator.cli import app
 from orchestrator.engine import Engine
 from orchestrator.fsutil import sha256_file
 from orchestrator.settings import Settings
+from tests.unprivileged import as_nobody
 
 pytestmark = pytest.mark.integration
 runner = CliRunner()
@@ -94,3 +95,21 @@ def test_export_then_import_restores_the_exact_images(engine: Engine, bench: Set
         fh.write(b"tampered")
     refused = _invoke("images", "import", str(archive), "--bench-root", str(other.bench_root))
     assert refused.exit_code == 2 and "sha256" in refused.output
+
+
+def test_a_user_outside_the_docker_group_is_told_so_first(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """The engine's own socket (root:docker, 0660), opened by nobody through a command: the
+    first line names the socket and the fix, not a missing engine (the kernel refuses the
+    connect: the engine never sees it)."""
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+
+    def cleanup_dry_run() -> str:
+        result = runner.invoke(app, ["cleanup", "--dry-run"], catch_exceptions=False)
+        return f"{result.exit_code}\n{result.output}"
+    # What the command imports lazily is imported here first, as root: nobody may not read
+    # the interpreter's library (a root-only pyenv).
+    assert runner.invoke(app, ["cleanup", "--help"]).exit_code == 0
+    said = as_nobody(cleanup_dry_run).splitlines()
+    assert said[:2] == ["1", "error: you may not open /var/run/docker.sock"], said
+    assert "add your user to the docker group (then log in again) or run as root" in said[-1]
