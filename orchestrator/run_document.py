@@ -34,9 +34,10 @@ RUN_SCHEMA = "sandbench.run/1"
 RUN_JSON = "run.json"
 SCHEMA_FILE = "run.schema.json"
 SETUP_CELL = "_setup"  # the cell directory of an arm's index build, beside its tasks'
-RUNNING, COMPLETE = "running", "complete"
+RUNNING, COMPLETE, REFUSED_ARMS = "running", "complete", "refused-arms"
 INTERRUPTED, FAILED, PRISTINE_CHANGED = "interrupted", "failed", "pristine-changed"
-STATUSES = (RUNNING, COMPLETE, INTERRUPTED, FAILED, PRISTINE_CHANGED)
+STATUSES = (RUNNING, COMPLETE, REFUSED_ARMS, INTERRUPTED, FAILED, PRISTINE_CHANGED)
+FINISHED = (COMPLETE, REFUSED_ARMS)  # a run that ended with every cell it could run: scored
 
 logger = log.get(__name__)
 
@@ -104,9 +105,9 @@ class ArmRecord:
     runtime: str | None = None
 
     def ended(self, *, state_bytes: int | None = None, refused: str | None = None) -> None:
-        """How the arm's part of the run ended: the bytes it left, or why it was refused."""
+        """How the arm's part ended: the bytes it left, or why it was refused (None: it ran)."""
         self.state_bytes = state_bytes if state_bytes is not None else self.state_bytes
-        self.refused = refused if refused is not None else self.refused
+        self.refused = refused
 
     @property
     def parser(self) -> str:
@@ -266,15 +267,19 @@ class RunDoc:
                         **{f["id"]: EngineRecord.from_facts(f) for f in facts}}
 
     def finished(self, pristine_digest_after: str) -> bool:
-        """The run's end: complete if the pristine copy is as it was before the run (else
-        pristine-changed, and False)."""
+        """The run's end if the pristine copy is as it was before it: complete, or refused-arms
+        when an arm was refused; else pristine-changed, and False."""
         self.corpus.pristine_digest_after = pristine_digest_after
         if pristine_digest_after != self.corpus.pristine_digest_before:
             self.status = PRISTINE_CHANGED
             return False
-        self.status = COMPLETE
+        self.status = REFUSED_ARMS if self.refused_arms else COMPLETE
         self.finished_at = now()
         return True
+
+    @property
+    def refused_arms(self) -> dict[str, str]:  # arm -> why its guards refused it
+        return {name: arm.refused for name, arm in self.arms.items() if arm.refused}
 
     @property
     def exec_path_used(self) -> str:

@@ -7,13 +7,18 @@ from pathlib import Path
 
 import typer
 
-from orchestrator import engine_pool, runtimes
+from orchestrator import engine_pool, run_document, runtimes
 from orchestrator import run as run_mod
 from orchestrator.cli import progress
 from orchestrator.cli._common import BenchRoot, Json, SuiteName, emit_json, settings
 from orchestrator.cli.dry_run import Options, dry_run
 from orchestrator.engine import Engine
 from orchestrator.sandbox_spec import DOCKER_EXEC, RESIDENT
+from orchestrator.untrusted.text import terminal
+
+# A run that finished with arms refused: it is scored like a complete one, but it is not what
+# the suite asked for (1 and 2 are a failed check and bad input).
+REFUSED_ARMS_EXIT = 3
 
 
 class ExecPath(StrEnum):
@@ -71,7 +76,9 @@ def run(suite: str = SuiteName,
                                              "instead of the suite's [runtime] choice (runc "
                                              "unless it says). A resume keeps the run's own."),
         bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
-    """Run a sealed suite. Arms run one after another unless --jobs says otherwise."""
+    """Run a sealed suite. Arms run one after another unless --jobs says otherwise. Exits 3,
+    naming each refused arm and why on stderr, when the run finished with arms its isolation
+    guards refused (status refused-arms: the arms that ran are scored)."""
     cfg = settings(bench_root)
     exec_path_value = exec_path.value if exec_path is not None else None
     if check_only:
@@ -91,7 +98,15 @@ def run(suite: str = SuiteName,
                                   runtime=runtime.value if runtime is not None else None)
     finally:
         close()
+    doc = run_document.read(run_dir)
+    refused = doc.refused_arms
     if as_json:
-        emit_json({"run_dir": str(run_dir)})
+        emit_json({"run_dir": str(run_dir), "status": doc.status, "refused_arms": refused})
     else:
         typer.echo(f"run directory: {run_dir}")
+    for name, why in refused.items():
+        typer.echo(f"arm {terminal(name)} refused: {terminal(why)}; fix: see every guard with "
+                   f"`sandbench sandbox check {terminal(name)}`, then: sandbench run "
+                   f"{terminal(suite)} --resume {terminal(run_dir)}", err=True)
+    if refused:
+        raise typer.Exit(REFUSED_ARMS_EXIT)

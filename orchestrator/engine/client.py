@@ -20,7 +20,8 @@ import docker.tls
 
 from orchestrator.engine.calls import (DEFAULT_TIMEOUT_S, ENGINE_FAILURES, STREAM_TIMEOUT_S, T,
                                        is_transient, retry_policy, translate)
-from orchestrator.engine.connection import api_version, engine_address, own_trust, tls_config
+from orchestrator.engine.connection import (api_version, engine_address, own_trust,
+                                            socket_denied, tls_config)
 from orchestrator.engine.streams import AttachChannel, ExecStream
 from orchestrator.errors import ContainerFailed, EngineError, EngineNotFound
 from orchestrator.labels import LABEL_CREATE
@@ -57,6 +58,11 @@ class Engine:
             own_trust(client.api, tls)
             retry_policy()(client.ping)
         except ENGINE_FAILURES as exc:
+            if (denied := socket_denied(address)) is not None:
+                raise EngineError(f"you may not open {denied}",
+                                  why="permission denied (EACCES) on the engine's socket",
+                                  fix="add your user to the docker group (then log in again) "
+                                      "or run as root") from exc
             raise EngineError(
                 f"no Docker engine answers at {address}",
                 why=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,

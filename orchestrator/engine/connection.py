@@ -6,6 +6,7 @@ verified against its own CA alone."""
 from __future__ import annotations
 
 import os
+import socket
 from typing import Any
 
 import docker
@@ -30,6 +31,24 @@ def _from_env(tls: bool) -> dict[str, Any]:
 def engine_address() -> str:
     """DOCKER_HOST's engine, else the local socket."""
     return str(_from_env(tls=False).get("base_url") or LOCAL_SOCKET)
+
+
+def socket_denied(address: str) -> str | None:
+    """The socket of a unix:// engine this process may not open (EACCES: not in the group
+    that owns it), else None; asked only once the engine did not answer, so the error can
+    say so instead of that no engine answers."""
+    if not address.startswith("unix://"):
+        return None
+    path = "/" + address.removeprefix("unix://").lstrip("/")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(5)
+        try:
+            probe.connect(path)
+        except PermissionError:
+            return path
+        except OSError:
+            return None
+    return None
 
 
 def tls_config() -> docker.tls.TLSConfig | None:

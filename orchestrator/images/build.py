@@ -318,10 +318,9 @@ class _Builds:
             parent_changed = recipe.parent in self.rebuilt
         base_info: dict[str, Any] = {}
         if recipe.bootstrap is not None:
-            if dry_run or engine is None:
-                parent_id = (entry or {}).get("parent_id", "")
-            else:
-                parent_id, base_info = rootfs(engine, settings, recipe)
+            # The locked image's own root file system first: the decision is dry-run's, and
+            # an image kept (an import from another host's export included) needs none here.
+            parent_id = _kept_rootfs(entry)
             build_args = {"ROOTFS": parent_id}
         else:
             with self.mutex:
@@ -342,6 +341,12 @@ class _Builds:
                                     f"needs --artifact {recipe.artifact}=PATH")
         rhash = recipe_hash(recipe, build_args, parent_id)
         reason = _why_build(engine, entry, rhash, parent_changed)
+        if reason is not None and recipe.bootstrap is not None and not dry_run and engine:
+            # It builds: FROM the root file system made (or cached) here now.
+            parent_id, base_info = rootfs(engine, settings, recipe)
+            build_args["ROOTFS"] = parent_id
+            rhash = recipe_hash(recipe, build_args, parent_id)
+            reason = _why_build(engine, entry, rhash, parent_changed)
         if reason is None:
             assert entry is not None  # an image the lock lacks always has a reason to build
             if recipe.helper is not None and (
@@ -388,6 +393,19 @@ class _Builds:
             if defer:
                 self.deferred[recipe.name] = (recipe, build_args)
         return BuildOutcome(recipe.name, "built", reason, tag, image_id, seconds)
+
+
+def _kept_rootfs(entry: dict[str, Any] | None) -> str:
+    """The root file system the locked base image was built FROM, while it may be kept: a
+    registry base only while SANDBENCH_BASE_IMAGE still names it, a bootstrapped one while
+    none is named (whatever this host's mirror: it says where a new tree would come from, not
+    what the kept one is); '' when there is none to keep."""
+    base = (entry or {}).get("base", {})
+    configured = os.environ.get("SANDBENCH_BASE_IMAGE")
+    if (configured or None) != (base.get("reference") if base.get("source") == "registry"
+                                else None):
+        return ""
+    return str((entry or {}).get("parent_id", ""))
 
 
 def _retag(engine: Engine, entry: dict[str, Any]) -> bool:

@@ -164,7 +164,11 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
                ) -> dict[str, Any]:
     """The template's fields, in its order, plus the deviations that explain every gap."""
     run_id = run["run_id"]
-    deviations = [rewrite_paths(str(d), roots) for d in run.get("deviations", [])]
+    # An arm the run refused comes first, with why: the run is not what the suite asked for.
+    deviations = [rewrite_paths(f"arm {arm} refused by its isolation guards, not measured: "
+                                f"{run['arms'][arm]['refused']}", roots)
+                  for arm, state in arm_states.items() if state == "refused"]
+    deviations += [rewrite_paths(str(d), roots) for d in run.get("deviations", [])]
     tool_line, build_line, isolation = _tool_lines(run, tool_under_test,
                                                    arm_states.get(tool_under_test or ""),
                                                    deviations)

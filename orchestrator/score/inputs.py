@@ -109,12 +109,15 @@ def _at(data: Any, dotted: str, source: Path) -> Any:
 
 
 def read_complete_run(run_dir: Path) -> RunDoc:
-    """RUN_DIR/run.json (run_document.read), of a run that finished: only such a run is scored."""
+    """RUN_DIR/run.json (run_document.read), of a run that finished: only such a run is
+    scored, one whose arms were refused too (its arms that ran are scored, the refused ones
+    are unscored and named in the disclosure)."""
     run = run_document.read(run_dir)
-    if run.status != run_document.COMPLETE:
-        raise InputError.bad_value(run_document.path(run_dir), "status", "'complete'", run.status,
-                                   fix="finish the run first: sandbench run SUITE --resume "
-                                       f"{run_dir}")
+    if run.status not in run_document.FINISHED:
+        raise InputError.bad_value(run_document.path(run_dir), "status",
+                                   " or ".join(repr(s) for s in run_document.FINISHED),
+                                   run.status, fix="finish the run first: sandbench run SUITE "
+                                                   f"--resume {run_dir}")
     return run
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from pathlib import Path
@@ -9,11 +10,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks.second_engine import SecondEngine
 from orchestrator import images
 from orchestrator.cli import app
 from orchestrator.engine import Engine
 from orchestrator.fsutil import sha256_file
 from orchestrator.settings import Settings
+from tests.unprivileged import as_nobody
 
 pytestmark = pytest.mark.integration
 runner = CliRunner()
@@ -94,3 +97,51 @@ def test_export_then_import_restores_the_exact_images(engine: Engine, bench: Set
         fh.write(b"tampered")
     refused = _invoke("images", "import", str(archive), "--bench-root", str(other.bench_root))
     assert refused.exit_code == 2 and "sha256" in refused.output
+
+
+def test_an_imported_base_is_kept_by_the_next_build(bench: Settings, second_engine: SecondEngine,
+                                                    tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another engine (one of this test's own) given base by export and import: its next
+    `images build` says up-to-date, as --dry-run does, runs no host tool (no bootstrap, though
+    that engine never had the root file system) and keeps the imported id."""
+    archive = tmp_path / "base.tar"
+    exported = _invoke("images", "export", "base", "-o", str(archive), "--bench-root",
+                       str(bench.bench_root))
+    assert exported.exit_code == 0, exported.output
+    locked = images.ImageLock.load(bench.images_lock).image_id("base")
+    other = tmp_path / "other"
+    monkeypatch.setenv("DOCKER_HOST", second_engine.url)
+    imported = _invoke("images", "import", str(archive), "--bench-root", str(other))
+    assert imported.exit_code == 0, imported.output
+
+    def host_tool(argv: list[str], what: str) -> None:
+        raise AssertionError(f"{what} ran: the imported base was bootstrapped again")
+    monkeypatch.setattr(importlib.import_module("orchestrator.images.build"), "_run_host",
+                        host_tool)
+    for dry_run in (["--dry-run"], []):
+        result = _invoke("images", "build", "base", "--json", *dry_run, "--bench-root",
+                         str(other))
+        assert result.exit_code == 0, result.output
+        [outcome] = json.loads(result.stdout)
+        assert (outcome["name"], outcome["action"]) == ("base", "up-to-date"), outcome
+    assert images.ImageLock.load(other / "images.lock").image_id("base") == locked
+    assert Engine.connect(address=second_engine.url).image_id(outcome["tag"]) == locked
+
+
+def test_a_user_outside_the_docker_group_is_told_so_first(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """The engine's own socket (root:docker, 0660), opened by nobody through a command: the
+    first line names the socket and the fix, not a missing engine (the kernel refuses the
+    connect: the engine never sees it)."""
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+
+    def cleanup_dry_run() -> str:
+        result = runner.invoke(app, ["cleanup", "--dry-run"], catch_exceptions=False)
+        return f"{result.exit_code}\n{result.output}"
+    # What the command imports lazily is imported here first, as root: nobody may not read
+    # the interpreter's library (a root-only pyenv).
+    assert runner.invoke(app, ["cleanup", "--help"]).exit_code == 0
+    said = as_nobody(cleanup_dry_run).splitlines()
+    assert said[:2] == ["1", "error: you may not open /var/run/docker.sock"], said
+    assert "add your user to the docker group (then log in again) or run as root" in said[-1]

@@ -44,6 +44,9 @@ HOSTILE_RECIPES = ("hostile", "hostile-helper", "hostile-health", "hostile-volum
                    "hostile-mcp")
 REAL_RECIPES = ("base", "probe", "rg", "python", "mcp")  # python: the parent of mcp
 TASKS = ("references-money-csharp", "references-stock-level")  # sorted: the cell order
+# The main suite's arms its guards refuse by design (a forged helper in the image, a VOLUME):
+# the run ends `refused-arms`, naming them.
+MAIN_REFUSED = {"h-helper", "h-volume"}
 SUITE_TIMEOUT_S = 30
 FLOOD_STDOUT = 8 << 30
 FLOOD_STDERR = 2 << 30

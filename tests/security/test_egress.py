@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.security.conftest import MainRun
+from tests.security.conftest import MAIN_REFUSED, MainRun
 
 pytestmark = pytest.mark.integration
 
@@ -16,7 +16,8 @@ REFUSALS = {"ECONNREFUSED", "EADDRNOTAVAIL", "ENETUNREACH", "EHOSTUNREACH", "ETI
 
 
 def test_nothing_any_sandbox_sends_reaches_the_hosts_loopback(main_run: MainRun) -> None:
-    assert main_run.meta["status"] == "complete"
+    assert main_run.meta["status"] == "refused-arms"
+    assert {a for a, i in main_run.meta["arms"].items() if i.get("refused")} == MAIN_REFUSED
     assert main_run.world.listener.arrived == []
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from orchestrator import cleanup, guards, parsers, run
 from orchestrator.transcripts import read_record
-from tests.security.conftest import TASKS, MainRun, World, attempts_in
+from tests.security.conftest import MAIN_REFUSED, TASKS, MainRun, World, attempts_in
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +30,8 @@ def _rows(run_dir: Path, arm: str) -> dict[str, list]:
 
 def test_the_run_completes_with_every_cell_recorded(main_run: MainRun) -> None:
     meta = main_run.meta
-    assert meta["status"] == "complete"
+    assert meta["status"] == "refused-arms" and meta["finished_at"]
+    assert {a for a, i in meta["arms"].items() if i.get("refused")} == MAIN_REFUSED
     assert meta["corpus"]["pristine_digest_before"] == meta["corpus"]["pristine_digest_after"]
     for arm, info in meta["arms"].items():
         cells = list((main_run.run_dir / "cells" / arm).glob("*/*/record.json"))

@@ -14,7 +14,7 @@ import pytest
 
 from orchestrator import run, workfs
 from orchestrator.errors import SandbenchError
-from tests.security.conftest import TASKS, MainRun, World, stream_bytes
+from tests.security.conftest import MAIN_REFUSED, TASKS, MainRun, World, stream_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +33,8 @@ def test_links_in_state_and_out_are_never_followed(main_run: MainRun) -> None:
     # (the run finished).
     assert names == PLANTED_FILES
     assert state["state_bytes"] < 4096
-    assert main_run.meta["status"] == "complete"
+    assert main_run.meta["status"] == "refused-arms"
+    assert {a for a, i in main_run.meta["arms"].items() if i.get("refused")} == MAIN_REFUSED
     world = main_run.world
     assert (world.bench / "canary.txt").read_text() == world.canary_file + "\n"
     assert hashlib.sha256((world.bench / "decoy.bin").read_bytes()).hexdigest() == \

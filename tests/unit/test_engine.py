@@ -5,6 +5,9 @@ high-level client and its low-level `api`), so these need no engine."""
 from __future__ import annotations
 
 import re
+import shutil
+import socket
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -18,6 +21,7 @@ from orchestrator import cleanup, engine_pool
 from orchestrator.engine import Engine, engine_address, tls_config
 from orchestrator.errors import EngineError, EngineNotFound, InputError
 from orchestrator.labels import LABEL_CREATE
+from tests.unprivileged import as_nobody
 
 REPO = Path(__file__).resolve().parents[2]
 BOUNDARY = REPO / "orchestrator" / "engine"
@@ -269,3 +273,36 @@ def test_a_certificate_path_without_verification_is_plain_tcp(monkeypatch: pytes
     assert tls_config() is None
     with pytest.raises(InputError, match="without TLS"):
         engine_pool.check_address("tcp://10.0.0.2:2376", insecure=False)
+
+
+def _connect_as_nobody(address: str) -> str:
+    def connect() -> str:
+        try:
+            Engine.connect(timeout_s=5, address=address)
+        except EngineError as err:
+            return err.render()
+        return "connected"
+    return as_nobody(connect)
+
+
+def test_a_socket_the_user_may_not_open_is_named_with_the_fix() -> None:
+    """Mode 0600, owned by root: nobody's connect is EACCES, and the error says so (not that
+    no engine answers); once the mode lets it in and nothing listens, it is the engine."""
+    folder = Path(tempfile.mkdtemp(prefix="sandbench-sock-"))
+    try:
+        folder.chmod(0o755)
+        path = folder / "docker.sock"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+            server.bind(str(path))
+            server.listen()
+            path.chmod(0o600)
+            said = _connect_as_nobody(f"unix://{path}")
+        assert said.splitlines() == [
+            f"error: you may not open {path}",
+            "  why: permission denied (EACCES) on the engine's socket",
+            "  fix: add your user to the docker group (then log in again) or run as root"]
+        path.chmod(0o666)  # nothing listens now: refused, which is no engine
+        said = _connect_as_nobody(f"unix://{path}")
+        assert said.startswith(f"error: no Docker engine answers at unix://{path}\n"), said
+    finally:
+        shutil.rmtree(folder)

@@ -327,6 +327,60 @@ def test_a_bootstrapped_images_build_seconds_include_its_bootstrap(
     assert entry["build_seconds"] == outcome.seconds >= bootstrap + 0.1 - 0.002
 
 
+class _ImportedEngine(_BootstrapEngine):
+    """An engine another host's export was imported into: it holds the locked images (and
+    answers to their ids), but no root file system was ever bootstrapped or tagged there."""
+
+    def __init__(self, held: set[str]) -> None:
+        self.held, self.tagged = held, []  # type: ignore[var-annotated]
+
+    def image_id(self, ref: str) -> str | None:
+        return ref if ref in self.held else None
+
+    def tag(self, image_id: str, repository: str, tag: str) -> None:
+        self.tagged.append((image_id, f"{repository}:{tag}"))
+
+
+def test_an_imported_base_is_kept_not_bootstrapped_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lock and images of another host, imported: `images build` says up-to-date, as its
+    --dry-run did, and bootstraps nothing; a base image named by SANDBENCH_BASE_IMAGE since
+    is another base, and that builds."""
+    build_mod = _offline_bootstrap(monkeypatch)
+    helper = tmp_path / "bench" / "helper" / "sandbench-exec-000000000000"
+    helper.parent.mkdir(parents=True)
+    helper.write_bytes(b"helper")
+    monkeypatch.setattr(build_mod, "_run_host", lambda argv, what: (
+        Path(argv[-2]).mkdir() if what == "debootstrap"
+        else Path(argv[argv.index("-cf") + 1]).write_bytes(b"tar")))
+    monkeypatch.setattr(build_mod, "_docker_build", lambda *a, **k: "sha256:" + "2" * 64)
+    monkeypatch.setattr(build_mod, "_build_helper", lambda *a: {
+        "path": "helper/sandbench-exec-000000000000", "sha256": sha256_bytes(b"helper"),
+        "size_bytes": 6})
+    monkeypatch.setattr(build_mod, "read_manifests", lambda *a: {})
+    settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
+    images.build(_BootstrapEngine(), settings, ["base"])  # type: ignore[arg-type]
+    entry = images.ImageLock.load(settings.images_lock).images["base"]
+
+    def bootstrap(*args: object) -> None:
+        raise AssertionError("bootstrapped again")
+    monkeypatch.setattr(build_mod, "_run_host", bootstrap)
+    imported = _ImportedEngine({entry["image_id"]})
+    [planned] = images.build(None, settings, ["base"], dry_run=True)
+    [outcome] = images.build(imported, settings, ["base"])  # type: ignore[arg-type]
+    assert (planned.action, outcome.action) == ("up-to-date", "up-to-date")
+    assert outcome.image_id == entry["image_id"]
+    assert images.ImageLock.load(settings.images_lock).images["base"] == entry
+    assert imported.tagged == [(entry["image_id"], entry["tag"])]
+
+    registry = "debian@sha256:" + "3" * 64
+    monkeypatch.setenv("SANDBENCH_BASE_IMAGE", registry)
+    [planned] = images.build(None, settings, ["base"], dry_run=True)
+    [outcome] = images.build(_ImportedEngine({entry["image_id"], registry}), settings,
+                             ["base"])  # type: ignore[arg-type]
+    assert (planned.action, outcome.action) == ("would-build", "built")
+
+
 def test_bootstrap_seconds_are_carried_over_while_the_engine_keeps_the_rootfs() -> None:
     _bootstrap_seconds = importlib.import_module("orchestrator.images.build")._bootstrap_seconds
     before = {"base": {"source": "debootstrap", "key": "k1", "bootstrap_seconds": 18.7}}

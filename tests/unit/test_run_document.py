@@ -97,6 +97,12 @@ def test_the_document_is_changed_only_through_its_methods() -> None:
     assert doc.status == run_document.COMPLETE and doc.finished_at is not None
     doc.arms["rg"].ended(refused="why")
     assert doc.arms["rg"].refused == "why" and doc.arms["rg"].state_bytes == 0
+    assert doc.finished(doc.corpus.pristine_digest_before)
+    assert doc.status == run_document.REFUSED_ARMS and doc.refused_arms == {"rg": "why"}
+    doc.arms["rg"].ended(state_bytes=7)  # a resume verified it and it ran
+    assert doc.arms["rg"].refused is None and doc.arms["rg"].state_bytes == 7
+    assert doc.finished(doc.corpus.pristine_digest_before)
+    assert doc.status == run_document.COMPLETE and doc.refused_arms == {}
 
 
 DAMAGE: list[tuple[str, tuple[str, ...], Any, str]] = [

@@ -5,6 +5,7 @@ stdout but the JSON, even on a terminal."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +13,14 @@ import pytest
 from typer.testing import CliRunner
 
 from orchestrator import run as run_mod
+from orchestrator import run_document
 from orchestrator.cli import app, progress
 from orchestrator.engine import Engine
 from orchestrator.run import ArmPlan, Plan
 from orchestrator.run_document import SETUP_CELL
 
 runner = CliRunner()
+GOLDEN_RUN = Path(__file__).resolve().parents[1] / "golden" / "demo-run"
 
 
 def _arm(name: str, *tasks: str, reps: int = 1) -> ArmPlan:
@@ -80,6 +83,13 @@ def test_a_resumed_run_counts_the_cells_it_already_recorded(tmp_path: Path) -> N
     assert progress.recorded_cells(None, arms) == 0
 
 
+def _finished_run(tmp_path: Path) -> Path:
+    """A run directory as a run that finished leaves it, for what the command reads after."""
+    (tmp_path / "run").mkdir()
+    shutil.copyfile(GOLDEN_RUN / "run.json", tmp_path / "run" / "run.json")
+    return tmp_path / "run"
+
+
 @pytest.fixture
 def fake_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """`sandbench run` with a plan of one arm and a run that reports its cells, no engine."""
@@ -91,7 +101,7 @@ def fake_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     def execute(*_: Any, progress: run_mod.Progress, **__: Any) -> Path:
         for task, rep in arm.cells:
             progress("rg", f"{task}/{rep}", "ok")
-        return tmp_path / "run"
+        return _finished_run(tmp_path)
     monkeypatch.setattr(run_mod, "execute", execute)
     monkeypatch.setattr(progress, "on_terminal", lambda: True)
     return tmp_path
@@ -100,7 +110,8 @@ def fake_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 def test_json_keeps_stdout_to_the_json_even_on_a_terminal(fake_run: Path) -> None:
     result = runner.invoke(app, ["run", "demo", "--json", "--bench-root", str(fake_run)])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"run_dir": str(fake_run / "run")}
+    assert json.loads(result.stdout) == {"run_dir": str(fake_run / "run"), "status": "complete",
+                                         "refused_arms": {}}
     cells = [json.loads(line) for line in result.stderr.splitlines()]
     assert [(c["event"], c["cell"], c["done"], c["total"]) for c in cells] == [
         ("cell", "a/0", 1, 2), ("cell", "a/1", 2, 2)]
@@ -112,6 +123,37 @@ def test_a_terminal_gets_the_arm_lines_instead_of_log_lines(fake_run: Path) -> N
     assert result.stdout == f"run directory: {fake_run / 'run'}\n"
     assert "rg: started" in result.stderr and "rg: 2 cells, 0 failures" in result.stderr
     assert '"event"' not in result.stderr
+
+
+def test_a_run_with_refused_arms_names_each_and_exits_3(
+        fake_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run finished, but not as the suite asked: every refused arm on a line of its own
+    on stderr (a control in why escaped), the JSON and the run document say refused-arms."""
+    finished = run_mod.execute
+
+    def refusing(*args: Any, **kwargs: Any) -> Path:
+        run_dir = finished(*args, **kwargs)
+        doc = run_document.read(run_dir)
+        doc.arms["ctags"].ended(refused="network_mode: expected none, found bridge")
+        doc.arms["rg"].ended(refused="mounts: expected none, found /x\n/fake line")
+        assert doc.finished(doc.corpus.pristine_digest_before)
+        run_document.write(run_dir, doc)
+        return run_dir
+    monkeypatch.setattr(run_mod, "execute", refusing)
+    result = runner.invoke(app, ["run", "demo", "--json", "--bench-root", str(fake_run)])
+    assert result.exit_code == 3, result.output
+    out = json.loads(result.stdout)
+    assert out["status"] == "refused-arms" == run_document.read(fake_run / "run").status
+    assert out["refused_arms"] == {"ctags": "network_mode: expected none, found bridge",
+                                   "rg": "mounts: expected none, found /x\n/fake line"}
+    lines = [line for line in result.stderr.splitlines() if " refused: " in line]
+    assert lines == [
+        "arm ctags refused: network_mode: expected none, found bridge; fix: see every guard "
+        f"with `sandbench sandbox check ctags`, then: sandbench run demo --resume "
+        f"{fake_run / 'run'}",
+        "arm rg refused: mounts: expected none, found /x\\n/fake line; fix: see every guard "
+        f"with `sandbench sandbox check rg`, then: sandbench run demo --resume "
+        f"{fake_run / 'run'}"]
 
 
 def test_the_display_shows_markup_and_controls_in_a_name_as_written(
@@ -126,7 +168,7 @@ def test_the_display_shows_markup_and_controls_in_a_name_as_written(
     def execute(*_: Any, progress: run_mod.Progress, **__: Any) -> Path:
         for task, rep in arm.cells:
             progress(name, f"{task}/{rep}", "ok")
-        return tmp_path / "run"
+        return _finished_run(tmp_path)
     monkeypatch.setattr(run_mod, "execute", execute)
     monkeypatch.setattr(progress, "on_terminal", lambda: True)
     result = runner.invoke(app, ["run", "demo", "--bench-root", str(tmp_path)])

@@ -210,7 +210,8 @@ class RunBuilder:
                                             "inputs": inputs}))
         run = {
             "schema": "sandbench.run/1", "run_id": RUN_ID, "sandbench_version": "0.1.0",
-            "date": "2026-01-01", "started_at": "2026-01-01T00:00:00Z", "status": "complete",
+            "date": "2026-01-01", "started_at": "2026-01-01T00:00:00Z",
+            "status": "refused-arms" if any(a.refused for a in self.arms) else "complete",
             "suite": {"name": "mini", "manifest_sha256": sha256_file(manifest),
                       "reps": self.reps, "timeout_s": 60.0, "baseline": self.arms[0].name,
                       "precision_cap": self.precision_cap, "top_k": self.top_k, "bands": BANDS},

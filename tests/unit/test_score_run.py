@@ -208,11 +208,28 @@ def test_a_corrupt_or_missing_run_json_is_named(built: RunBuilder) -> None:
 
 def test_an_unfinished_run_is_refused(built: RunBuilder) -> None:
     run_json = built.run_dir / "run.json"
-    run_json.write_text(run_json.read_text().replace('"complete"', '"interrupted"'))
-    with pytest.raises(InputError, match="status") as err:
-        score_run(built.run_dir, built.suite_dir)
-    assert "--resume" in (err.value.fix or "")
+    data = json.loads(run_json.read_text())
+    for status in ("interrupted", "running", "failed", "pristine-changed"):
+        run_json.write_text(json.dumps({**data, "status": status}))
+        with pytest.raises(InputError, match="status") as err:
+            score_run(built.run_dir, built.suite_dir)
+        assert "'complete' or 'refused-arms'" in str(err.value)
+        assert "--resume" in (err.value.fix or "")
     _nothing_written(built)
+
+
+def test_a_run_with_a_refused_arm_is_scored_and_names_it_first(built: RunBuilder) -> None:
+    """The arms that ran are graded; the refused one heads the disclosure's deviations,
+    with why, and is unscored."""
+    assert json.loads((built.run_dir / "run.json").read_text())["status"] == "refused-arms"
+    scores = score_run(built.run_dir, built.suite_dir)
+    assert scores["run"]["status"] == "refused-arms"
+    assert scores["environment"]["deviations"][0] == (
+        "arm walled refused by its isolation guards, not measured: network_mode: expected "
+        "none, found bridge")
+    assert not any(d.startswith("arm walled ") for d in scores["environment"]["deviations"][1:])
+    assert scores["arms"]["walled"]["status"] == "refused"
+    assert cell(scores, "rg", "ref-money")["verdict"] == "correct"
 
 
 def test_a_suite_whose_seal_is_not_the_runs_is_named(built: RunBuilder) -> None:
