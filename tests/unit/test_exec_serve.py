@@ -74,6 +74,15 @@ class Served:
         decoded = decode_exec_stream([bytes(inner)], out, io.BytesIO(), 1 << 20)
         return Answer(envelope, decoded, out.getvalue())
 
+    def __enter__(self) -> Served:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        """Whatever the test left: PID 1 killed if it still runs, and waited for."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+
     def close(self) -> int:
         if self.proc.poll() is None:
             assert self.proc.stdin is not None
@@ -83,13 +92,8 @@ class Served:
 
 @pytest.fixture
 def served(helper: Path) -> Iterator[Served]:
-    s = Served(helper, as_uid=NOBODY)
-    try:
+    with Served(helper, as_uid=NOBODY) as s:
         yield s
-    finally:
-        if s.proc.poll() is None:
-            s.proc.kill()
-        s.proc.wait(timeout=10)
 
 
 def test_a_request_is_answered_with_the_frames_run_gives_then_its_exit(served: Served) -> None:

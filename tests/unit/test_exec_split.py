@@ -29,13 +29,8 @@ done
 
 @pytest.fixture
 def served(helper: Path) -> Iterator[Served]:
-    s = Served(helper, env={"PATH": os.environ["PATH"], "MARKER": MARKER})
-    try:
+    with Served(helper, env={"PATH": os.environ["PATH"], "MARKER": MARKER}) as s:
         yield s
-    finally:
-        if s.proc.poll() is None:
-            s.proc.kill()
-        s.proc.wait(timeout=10)
 
 
 def _pid1_on_the_host(served: Served) -> int:
