@@ -13,6 +13,7 @@ copy and the helper are made through that engine by the engine agent (orchestrat
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tempfile
 import time
@@ -78,9 +79,13 @@ class Member:
     # Whether it shares this host's file systems, decided once: the placement chosen for its
     # arms must not change when the engine dies and its socket goes with it.
     local: bool = field(init=False)
+    # Whether this process makes its arms' file systems here, by loop mounts: only on an
+    # engine of this host, and only as root (else the engine makes them: placement).
+    mounts_here: bool = field(init=False)
 
     def __post_init__(self) -> None:
         self.local = on_this_host(self.url)
+        self.mounts_here = self.local and os.geteuid() == 0
 
     @property
     def id(self) -> str:

@@ -28,6 +28,22 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _umask() -> int:
+    """The process's umask, read without setting it (os.umask would race other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
+# What a plain open(2) would give a new file: readable by whom the user's umask lets read it.
+FILE_MODE = 0o666 & ~_umask()
+
+
 def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes], *, durable: bool = True) -> None:
     """Write to a temp file beside `path`, fsync, rename, fsync the directory. With
     `durable=False` the two fsyncs are left to a later `sync_filesystem` (a run's cells): the
@@ -36,6 +52,7 @@ def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes], *, durable: bo
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, FILE_MODE)  # mkstemp's 0600 would hide a seal or a result from its readers
         with os.fdopen(fd, "wb") as fh:
             if isinstance(data, bytes | bytearray):
                 fh.write(data)
@@ -154,6 +171,10 @@ def read_json(path: Path, fix: str | None = None) -> Any:
         return json.loads(text, object_pairs_hook=_unique)
     except FileNotFoundError:
         raise InputError(f"{path} is missing", file=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"{path} cannot be read: {exc.strerror}", file=str(path),
+                         fix=fix or "give the user running sandbench read access to it"
+                         ) from None
     except _DuplicateName:
         where = _duplicate_at(json.loads(text, object_pairs_hook=_marked)) or ()
         raise InputError.bad_value(path, key_path(where), "each name once in its object",

@@ -80,6 +80,10 @@ debugfs -w -R "rmdir lost+found" "$img" >/dev/null 2>&1
 """
 
 
+def work_volume_name(run_id: str) -> str:
+    return f"sandbench-work-{run_id}"
+
+
 def volume_name(run_id: str, arm: str, name: str) -> str:
     return f"sandbench-{run_id}-{arm}-{name}"
 
@@ -97,7 +101,7 @@ class RemoteSite:
 
     @property
     def work_volume(self) -> str:
-        return f"sandbench-work-{self.run_id}"
+        return work_volume_name(self.run_id)
 
     def _labels(self, arm: str | None = None) -> dict[str, str]:
         labels = base_labels(**{LABEL_RUN: self.run_id})
@@ -152,6 +156,17 @@ class RemoteSite:
     def open(self) -> None:
         self.engine.create_volume(self.work_volume, self._labels())
 
+    def close(self) -> None:
+        """The run's place there taken down (`sandbench cleanup`): every arm's volume, each
+        of its images detached from any loop device, and the work volume with them."""
+        for volume in self.engine.list_volumes(f"{LABEL_RUN}={self.run_id}"):
+            if volume["Name"] != self.work_volume:
+                self.engine.remove_volume(volume["Name"])
+        self._agent(f'set -- {WORK}/*/*{workfs.IMAGE_SUFFIX}; [ -f "$1" ] || exit 0; '
+                    + _DETACH_EACH, [], loop=True, env={"DETACH": _DETACH},
+                    what=f"detach the file systems of run {self.run_id}")
+        self.engine.remove_volume(self.work_volume)
+
     def place_helper(self, local: Path, sha256: str) -> str:
         """The host's helper in the work volume on that host (root's, read and execute only),
         read back and hashed there; its path on that host."""
@@ -202,19 +217,25 @@ class RemoteSite:
     def filesystems(self, arm: str, sizes: Mapping[str, int], owner: str, fresh: bool
                     ) -> Iterator[dict[str, str]]:
         """name -> volume: every file system of `sizes` made (when `fresh`) and attached on
-        that host, as a volume mounting it; detached and the volumes removed on the way out,
-        whatever happened (the images stay, as workfs leaves them here)."""
-        attached: list[str] = []
+        that host by one agent, each as a volume mounting it; detached by one agent and the
+        volumes removed on the way out, whatever happened (the images stay, as workfs leaves
+        them here)."""
+        images = [self._image(arm, name) for name in sizes]
         volumes: dict[str, str] = {}
         try:
-            for name, size in sizes.items():
-                image = self._image(arm, name)
-                if fresh:
-                    self._agent(_MAKE, [image, str(size), owner, *_mkfs_options()],
-                                what=f"make arm {arm}'s {name} file system ({size} bytes)")
-                device = self._agent(_ATTACH, [image], loop=True,
-                                     what=f"attach arm {arm}'s {name} file system")
-                attached.append(image)
+            devices = self._agent(
+                _MAKE_AND_ATTACH, [owner, "1" if fresh else "0",
+                                   *(f"{img}={size}" for img, size in zip(images, sizes.values(),
+                                                                          strict=True))],
+                loop=True, env={"MAKE": _MAKE, "ATTACH": _ATTACH,
+                                "MKFS_OPTS": " ".join(_mkfs_options())},
+                what=f"make and attach arm {arm}'s file systems ({dict(sizes)} bytes)"
+            ).splitlines()
+            if len(devices) != len(images):
+                raise SandbenchError(f"engine {self.engine_id}: attaching arm {arm}'s file "
+                                     f"systems gave {len(devices)} devices, expected "
+                                     f"{len(images)}", why=repr(devices[:5]))
+            for name, device in zip(sizes, devices, strict=True):
                 volume = volume_name(self.run_id, arm, name)
                 self.engine.remove_volume(volume)  # an earlier attempt's, pointing elsewhere
                 self.engine.create_volume(volume, self._labels(arm), {
@@ -224,8 +245,8 @@ class RemoteSite:
         finally:
             for volume in volumes.values():
                 _quietly(self.engine.remove_volume, volume)
-            for image in attached:
-                _quietly(self._agent, _DETACH, [image], loop=True, what=f"detach {image}")
+            _quietly(self._agent, _DETACH_EACH, images, loop=True, env={"DETACH": _DETACH},
+                     what=f"detach arm {arm}'s file systems")
 
     def seed(self, volume: str, dirs: list[str], owner: str) -> None:
         """Directories the arm's user owns in a fresh file system (a HOME under /state)."""
@@ -280,6 +301,22 @@ def _root_readonly(info: Any) -> Any:
     info.uname = info.gname = ""
     info.mode = 0o555
     return info
+
+
+# Each IMAGE=SIZE made (when FRESH is 1) and attached, its loop device printed, in order;
+# the scripts above come in the environment (MAKE, ATTACH, MKFS_OPTS: no option has a space).
+_MAKE_AND_ATTACH = r"""
+owner="$1"; fresh="$2"; shift 2
+for spec in "$@"; do
+  img="${spec%=*}"; size="${spec##*=}"
+  if [ "$fresh" = 1 ]; then sh -euc "$MAKE" make "$img" "$size" "$owner" $MKFS_OPTS; fi
+  sh -euc "$ATTACH" attach "$img"
+done
+"""
+# Every image given detached from any loop device (DETACH in the environment).
+_DETACH_EACH = r"""
+for img in "$@"; do sh -euc "$DETACH" detach "$img"; done
+"""
 
 
 def _mkfs_options() -> list[str]:

@@ -10,8 +10,8 @@ Layout of a run directory (everything later stages read; nothing else is needed)
     arms/ARM/state.json              what the arm wrote: corpus-copy changes, state and out
                                      files, where each listing was cut
     work/ARM/{corpus,state,out}.ext4 the arm's private, size-bounded file systems, mounted at
-                                     work/ARM/{corpus,state,out} only during the run (on an
-                                     engine of another host: in the run's work volume there)
+                                     work/ARM/{corpus,state,out} only during the run (where
+                                     the engine makes them: in the run's work volume there)
     pin-lines.json                   line counts at the pin, read from the pristine copy
     log.jsonl                        structured log
 
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import (arms, cells, cleanup, corpus, engine_pool, images, log, line_index,
-                          prepare, rundir, run_document, runtimes, suite, workfs)
+                          preflight, prepare, rundir, run_document, runtimes, suite, workfs)
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_text
@@ -218,16 +218,14 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
                                    f"one of {list(engine_pool.ON_REFUSED)}", on_refused)
     if members:
         engine = members[0].engine
-    the_plan = _startable_plan(engine, settings, suite_name, only)
+    the_plan = _startable_plan(engine, settings, suite_name, only, runtime, members)
     pin, pristine = _verified_corpus(settings, the_plan.suite)
-    workfs.require_root(settings.runs_dir)
     r, data = _open_run(engine, settings, the_plan, pin, pristine, resume, progress, exec_path,
                         members, runtime)
     with _status_on_failure(r, data):
         run_document.write(r.run_dir, data)
         _save_pin_lines(r)
-        if members:
-            prepare.place_and_prepare(r, data, on_refused)
+        prepare.place_and_prepare(r, data, on_refused)
         for a in the_plan.available:
             data.arms[a.name].engine = r.engine_of[a.name]
         run_document.write(r.run_dir, data)
@@ -238,20 +236,15 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
 
 
 def _startable_plan(engine: Engine, settings: Settings, suite_name: str,
-                    only: list[str] | None) -> Plan:
-    """The plan, refused when anything it needs is missing or the suite's seal is broken."""
+                    only: list[str] | None, runtime: str | None,
+                    members: list[engine_pool.Member] | None) -> Plan:
+    """The plan, refused with every problem the pre-flight finds (`preflight`, the same
+    checks as --dry-run): anything it needs missing, the suite's seal broken, a runtime an
+    engine of the run lacks."""
     the_plan = plan(settings, suite_name, only, engine)
-    if the_plan.missing:
-        raise SandbenchError("the run cannot start: " + "; ".join(the_plan.missing),
-                             fix="build and fetch what is missing (scripts/demo does), then "
-                                 "run again")
-    the_suite = the_plan.suite
-    if diffs := suite.verify_seal(the_suite, settings):
-        first = diffs[0]
-        raise InputError(f"suite {the_suite.name!r}: {first.file} changed since the seal "
-                         f"(sealed {first.expected}, now {first.found})",
-                         fix=f"review the change, then: sandbench suite seal {the_suite.name}",
-                         file=first.file)
+    engines = [m.engine for m in members] if members else [engine]
+    if problems := preflight.plan_problems(the_plan, settings, runtime, engines):
+        raise preflight.could_not_start(problems)
     return the_plan
 
 
@@ -293,10 +286,9 @@ def _open_run(engine: Engine, settings: Settings, the_plan: Plan, pin: corpus.Co
     r = _Run(engine, settings, the_plan, run_id, run_dir, pin, pristine,
              progress or (lambda *_: None), workfs.tree_bytes(pristine),
              exec_path or RESIDENT)
-    if not members:
-        facts = engine_pool.facts(engine, engine.address)
-        members = [engine_pool.Member(engine.address, engine, facts)]
-        engine_pool.learn_ids(members[0], settings, default_user(), run_id)
+    if not members:  # one engine is a pool of one
+        members = [engine_pool.Member(engine.address, engine,
+                                      engine_pool.facts(engine, engine.address))]
     r.members = {m.id: m for m in members}
     r.engine_of = {a.name: members[0].id for a in the_plan.available}
     if resume is None:

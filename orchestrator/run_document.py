@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from orchestrator import __version__, log, suite
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json, sha256_file
+from orchestrator.run_engines import EngineRecord, Preparation, engine_record
 from orchestrator.sandbox_spec import DOCKER_EXEC
 from orchestrator.shared_checks import check_schema
 
@@ -168,64 +169,6 @@ class Host:
 
 
 @dataclass
-class Preparation:
-    """What making a multi-engine run's engine ready recorded: why it was refused, the images
-    it was sent, and on another host, where the run's volumes and helper are."""
-
-    refused: str | None
-    images_imported_s: dict[str, float]
-    work_volume: str | None = None
-    helper_path: str | None = None
-    remote: bool = False  # whether the two places above are recorded
-
-
-@dataclass
-class EngineRecord:
-    """One engine of the run: engines.facts(), then what preparing it found."""
-
-    id: str
-    url: str
-    version: str | None
-    api_version: str | None
-    kernel: str | None
-    os: str | None
-    arch: str | None
-    cores: int | None
-    memory_bytes: int | None
-    storage_driver: str | None
-    security_options: list[str] | None
-    on_this_host: bool
-    # Whether it remaps its containers' ids, and how (userns.IdMap); None in a run recorded
-    # before it was.
-    userns: dict[str, Any] | None = None
-    preparation: Preparation | None = None
-
-    @classmethod
-    def from_facts(cls, facts: dict[str, Any]) -> EngineRecord:
-        return cls(**{f.name: facts[f.name] for f in dataclasses.fields(cls)
-                      if f.name not in ("preparation", "userns")}, userns=facts.get("userns"))
-
-    def to_json(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name != "preparation" and (f.name != "userns" or self.userns is not None)}
-        if self.preparation is not None:
-            p = self.preparation
-            out.update({"refused": p.refused, "images_imported_s": p.images_imported_s})
-            if p.remote:
-                out.update({"work_volume": p.work_volume, "helper_path": p.helper_path})
-        return out
-
-
-def _engine_record(data: dict[str, Any]) -> EngineRecord:
-    record = EngineRecord.from_facts(data)
-    if "refused" in data or "images_imported_s" in data:
-        record.preparation = Preparation(
-            data.get("refused"), data.get("images_imported_s", {}), data.get("work_volume"),
-            data.get("helper_path"), "work_volume" in data or "helper_path" in data)
-    return record
-
-
-@dataclass
 class RunDoc:
     """run.json, typed. `engines`, `exec_path` and `bench_root` are None in a run recorded
     before they were; `finished_at` is None until the run completes."""
@@ -251,12 +194,12 @@ class RunDoc:
 
     def engine_prepared(self, facts: dict[str, Any], refused: str | None,
                         imported: dict[str, float], placed: Mapping[str, str | None]) -> None:
-        """An engine of a multi-engine run made ready (or refused); `placed` is what its
-        placement records of where the run lives there (placement.engine_facts: the work
-        volume and helper path on another host, nothing on this one)."""
+        """An engine of the run made ready (or refused); `placed` is what its placement
+        records of where the run lives there (placement.engine_facts: its name, and where the
+        engine made the file systems, the work volume and helper path)."""
         record = EngineRecord.from_facts(facts)
-        record.preparation = Preparation(refused, imported, placed.get("work_volume"),
-                                         placed.get("helper_path"), bool(placed))
+        record.preparation = Preparation(refused, imported, placed.get("placement"),
+                                         placed.get("work_volume"), placed.get("helper_path"))
         self.engines = {**(self.engines or {}), record.id: record}
 
     def resumed(self, facts: Sequence[dict[str, Any]]) -> None:
@@ -330,7 +273,7 @@ def from_json(data: Any, source: Path) -> RunDoc:
         arms={name: ArmRecord(**arm) for name, arm in data["arms"].items()},
         engine=EngineVersion(**data["engine"]), host=Host(**data["host"]), user=data["user"],
         deviations=list(data["deviations"]), resumes=list(data["resumes"]),
-        engines=None if engines is None else {k: _engine_record(v) for k, v in engines.items()},
+        engines=None if engines is None else {k: engine_record(v) for k, v in engines.items()},
         bench_root=data.get("bench_root"), exec_path=data.get("exec_path"),
         finished_at=data.get("finished_at"))
 

@@ -110,13 +110,14 @@ class SandboxSpec:
         return {**isolation.create_kwargs(self), "working_dir": self.workdir, "detach": True}
 
 
+TOOL_USER = "65532:65532"  # owns nothing on the host, nor in any image sandbench builds
+
+
 def default_user() -> str:
-    """A non-root uid:gid for the container: SANDBENCH_USER, else the invoking user, else
-    (when sandbench itself runs as root) 65532, which owns nothing on the host."""
-    if configured := os.environ.get("SANDBENCH_USER"):
-        return configured
-    uid, gid = os.getuid(), os.getgid()
-    return f"{uid}:{gid}" if uid != 0 else "65532:65532"
+    """The tool's uid:gid in the container: SANDBENCH_USER, else `TOOL_USER` whoever runs
+    sandbench (root, or a member of the docker group), so a tool sees the same owner of
+    its files on every host and its grades do not depend on who started the run."""
+    return os.environ.get("SANDBENCH_USER") or TOOL_USER
 
 
 def with_home(spec: SandboxSpec, image_env: list[str]) -> SandboxSpec:

@@ -3,35 +3,19 @@ guard from outside and inside, optionally run one command, and remove the contai
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import arms as arms_mod
-from orchestrator import guards, images, log, rundir, runtimes, workfs
+from orchestrator import engine_pool, guards, images, log, one_sandbox, rundir, runtimes
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.images import ImageLock
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import default_user, for_arm
+from orchestrator.sandbox_spec import default_user
 from orchestrator.settings import Settings
 from orchestrator.transcripts import ExecRecord
 
 logger = log.get(__name__)
-
-
-@contextmanager
-def _bare_sandbox(engine: Engine, lock: ImageLock, arm: arms_mod.ArmSpec, run_id: str,
-                  run_dir: Path, user: str, runtime: str = runtimes.DEFAULT
-                  ) -> Iterator[Sandbox]:
-    """An arm's sandbox as a run starts it, on file systems of its own, with no corpus."""
-    work = run_dir / "work" / arm.name
-    sizes = workfs.sizes(arm.limits, 0)
-    with workfs.mounted(work, sizes, fresh=True), \
-            Sandbox(engine, for_arm(lock, arm, run_id, work, user, sizes,
-                                    runtime=runtime)) as box:
-        yield box
 
 
 @dataclass(frozen=True)
@@ -63,27 +47,36 @@ def check(engine: Engine, settings: Settings, names: list[str],
         runnable.append(arm)
     run_id, run_dir = rundir.create(settings.runs_dir, "check")
     log.configure(run_dir / "log.jsonl")
-    user = default_user()
-    for arm in runnable:
-        with _bare_sandbox(engine, lock, arm, run_id, run_dir, user, runtime) as box:
-            try:
-                results = box.verify(run_dir / "guards" / arm.name)
-                checks.append(ArmCheck(arm.name, results, None))
-            except GuardViolation as exc:
-                stored = guards.audit(run_dir)
-                results = next(a.results for a in stored if a.arm == arm.name)
-                checks.append(ArmCheck(arm.name, results, exc.what))
+    if runnable:
+        with one_sandbox.member(engine, settings, run_id, default_user()) as one:
+            checks += [_check_arm(one, settings, arm, run_id, run_dir, runtime)
+                       for arm in runnable]
     return run_dir, checks
+
+
+def _check_arm(one: engine_pool.Member, settings: Settings, arm: arms_mod.ArmSpec,
+               run_id: str, run_dir: Path, runtime: str) -> ArmCheck:
+    with one_sandbox.arm_sandbox(one, settings, arm, run_id, run_dir, default_user(),
+                                 runtime=runtime) as box:
+        try:
+            return ArmCheck(arm.name, box.verify(run_dir / "guards" / arm.name), None)
+        except GuardViolation as exc:
+            stored = guards.audit(run_dir)
+            results = next(a.results for a in stored if a.arm == arm.name)
+            return ArmCheck(arm.name, results, exc.what)
 
 
 def exec_once(engine: Engine, settings: Settings, name: str, argv: list[str],
               timeout_s: float, runtime: str = runtimes.DEFAULT) -> tuple[Path, ExecRecord]:
     """Start one arm's sandbox, verify it, run `argv` once and keep its transcript."""
     (arm,) = arms_mod.load_arms(settings.arms_dir, [name])
-    lock = ImageLock.load(settings.images_lock)
+    ImageLock.load(settings.images_lock).image_id(arm.image)
     run_id, run_dir = rundir.create(settings.runs_dir, "exec")
     log.configure(run_dir / "log.jsonl")
-    with _bare_sandbox(engine, lock, arm, run_id, run_dir, default_user(), runtime) as box:
+    user = default_user()
+    with one_sandbox.member(engine, settings, run_id, user) as one, \
+            one_sandbox.arm_sandbox(one, settings, arm, run_id, run_dir, user,
+                                    runtime=runtime) as box:
         box.verify(run_dir / "guards" / arm.name)
         record = box.exec(argv, run_dir / "cells" / arm.name / "exec", timeout_s=timeout_s)
     return run_dir, record

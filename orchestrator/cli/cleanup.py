@@ -1,5 +1,5 @@
-"""`sandbench cleanup`: remove containers and temporary images that carry sandbench labels,
-and unmount arm file systems an interrupted run left mounted."""
+"""`sandbench cleanup`: remove containers, temporary images and runs' work volumes that carry
+sandbench labels, and unmount arm file systems an interrupted run left mounted."""
 
 from __future__ import annotations
 
@@ -11,17 +11,33 @@ import typer
 from orchestrator import cleanup as cleanup_mod
 from orchestrator.cli._common import BenchRoot, settings, show, table
 from orchestrator.engine import Engine
+from orchestrator.errors import SandbenchError
+from orchestrator.images import ImageLock
+from orchestrator.remote import AGENT_IMAGE
+from orchestrator.settings import Settings
 
 
 def cleanup(dry_run: bool = typer.Option(False, "--dry-run", help="List, remove nothing."),
             bench_root: Path = BenchRoot) -> None:
-    """Remove leftovers of crashed runs, by label and then by id, and unmount the arms' file
-    systems they left mounted; nothing else is touched."""
+    """Remove leftovers of runs, by label and then by id: containers, temporary images, the
+    work volumes of runs whose file systems the engine made, and the arms' file systems
+    left mounted here; nothing else is touched."""
+    cfg = settings(bench_root)
     engine = Engine.connect()
-    found = cleanup_mod.find(engine) + cleanup_mod.find_mounts(settings(bench_root).runs_dir)
+    found = (cleanup_mod.find(engine) + cleanup_mod.find_volumes(engine)
+             + cleanup_mod.find_mounts(cfg.runs_dir))
     if not found:
         typer.echo("nothing to clean up")
         return
-    done = found if dry_run else cleanup_mod.remove(engine, found)
+    done = found if dry_run else cleanup_mod.remove(engine, found, _agent_image(cfg))
     show(table([dataclasses.asdict(x) for x in done], ["kind", "id", "name", "detail"]))
     typer.echo(f"{'would remove' if dry_run else 'removed'} {len(done)}")
+
+
+def _agent_image(cfg: Settings) -> str | None:
+    """The engine agent's locked image, which detaches a work volume's file systems (None
+    without one: work volumes are then listed, not removed)."""
+    try:
+        return ImageLock.load(cfg.images_lock).image_id(AGENT_IMAGE)
+    except SandbenchError:
+        return None

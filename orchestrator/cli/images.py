@@ -8,11 +8,11 @@ from typing import Any
 
 import typer
 
-from orchestrator import images, run
+from orchestrator import engine_pool, images, placement, run
 from orchestrator.cli._common import (BenchRoot, Json, emit_json, seconds_text, settings, show,
                                       size_text, table, yes_no)
 from orchestrator.cli._help import Command, Group
-from orchestrator.engine import Engine
+from orchestrator.engine import Engine, engine_address
 from orchestrator.errors import SandbenchError
 
 app = typer.Typer(cls=Group, no_args_is_help=True,
@@ -28,7 +28,8 @@ def build(names: list[str] = typer.Argument(None, metavar="NAME",
                                                   "devscout=./devscout); repeat for several."),
           suite: str = typer.Option(None, "--suite", metavar="SUITE",
                                     help="Only the images this suite's arms run in (with "
-                                         "their parents), besides any NAME."),
+                                         "their parents, and those the engine's placement "
+                                         "runs there), besides any NAME."),
           jobs: int = typer.Option(1, "--jobs", min=1, metavar="N",
                                    help="How many images build at once (each after its "
                                         "parent)."),
@@ -38,7 +39,9 @@ def build(names: list[str] = typer.Argument(None, metavar="NAME",
     artifacts = images.parse_artifacts(artifact or [])
     wanted = list(names or ())
     if suite is not None:
-        wanted += [n for n in run.suite_images(cfg, suite) if n not in wanted]
+        here = engine_pool.Member(engine_address(), None, {})  # type: ignore[arg-type]
+        wanted += [n for n in [*run.suite_images(cfg, suite), *placement.engine_images(here)]
+                   if n not in wanted]
     engine = None if dry_run else Engine.connect()
     outcomes = images.build(engine, cfg, wanted, dry_run=dry_run, artifacts=artifacts,
                             jobs=jobs)

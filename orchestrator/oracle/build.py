@@ -15,15 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from orchestrator import arms, corpus, log, rundir, suite, workfs
+from orchestrator import arms, corpus, log, one_sandbox, rundir, suite
 from orchestrator.engine import Engine
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json, sha256_file
 from orchestrator.images import ImageLock
 from orchestrator.oracle import scip, truth
 from orchestrator.oracle.sources import PinnedSources
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import default_user, for_arm
+from orchestrator.sandbox_spec import default_user
 from orchestrator.settings import Settings
 from orchestrator.transcripts import RECORD_NAME, ExecRecord
 from orchestrator.untrusted.errors import HostileInput
@@ -67,19 +66,17 @@ def build(engine: Engine, settings: Settings, suite_name: str) -> Path:
     sources = PinnedSources.at_pin(pristine, pin.sha)
     lock = ImageLock.load(settings.images_lock)
     lock.image_id(spec.image)
-    workfs.require_root(settings.runs_dir)
     run_id, run_dir = rundir.create(settings.runs_dir, f"truth-{the_suite.name}")
     log.configure(run_dir / "log.jsonl")
     argv = spec.oracle.render(the_suite.oracle.project)
     cell = run_dir / "cells" / spec.name / INDEX_CELL
-    work = run_dir / "work" / spec.name
-    sizes = workfs.sizes(spec.limits, workfs.tree_bytes(pristine))
-    with workfs.mounted(work, sizes, fresh=True):
-        corpus.make_arm_copy(pristine, work / "corpus", pin, owner=default_user())
-        with Sandbox(engine, for_arm(lock, spec, run_id, work, default_user(), sizes)) as box:
-            box.verify(run_dir / "guards" / spec.name)
-            logger.info("oracle_index", oracle=spec.name, argv=argv)
-            record = box.exec(argv, cell, timeout_s=spec.oracle.timeout_s)
+    user = default_user()
+    with one_sandbox.member(engine, settings, run_id, user) as one, \
+            one_sandbox.arm_sandbox(one, settings, spec, run_id, run_dir, user,
+                                    pristine=(pristine, pin)) as box:
+        box.verify(run_dir / "guards" / spec.name)
+        logger.info("oracle_index", oracle=spec.name, argv=argv)
+        record = box.exec(argv, cell, timeout_s=spec.oracle.timeout_s)
     document = _truth(the_suite, spec, record, cell,
                       lock.images[spec.image].get("tool_version", ""), sources)
     document["run"] = {"run_id": run_id, "record_sha256": sha256_file(cell / RECORD_NAME),

@@ -7,11 +7,14 @@ start, and a snapshot of each file system read from where it lives (before the a
 command and after its last). A `Placement` gives exactly that for one arm; a
 `MountedHelper` gives the helper's guard for one engine (a pre-flight sandbox has no arm).
 
-Two placements exist: the engine on this host (`local`: loop-mounted ext4 images under the
-arm's work dir, bind-mounted) and an engine of another host (`other_host`: the same images
-made there by the engine agent, mounted as volumes). Which one an arm gets is chosen once,
-from its engine member, by `for_arm`; a third (a Kubernetes node, a VM) is one more
-implementation added with `register`, nothing else changes.
+Two placements exist: loop mounts made here (`local`: ext4 images under the arm's work dir,
+loop-mounted by this process and bind-mounted, which needs root here and an engine that shares
+this host's file systems) and file systems the engine makes (`engine_made`: the same images
+made on the engine's host by the engine agent, mounted as volumes: an engine of another host,
+or this host's driven by a user who is not root). Which one an engine gets is decided once per
+engine member (`Member.mounts_here`), from what this process and that engine can do; a third
+(a Kubernetes node, a VM) is one more implementation added with `register`, nothing else
+changes.
 """
 
 from __future__ import annotations
@@ -102,6 +105,8 @@ class Kind:
     # The run's place on the engine made ready once, before any sandbox starts there:
     # (member, the settings, the run id).
     open: Callable[[Member, Settings, str], None]
+    # What `open` made there, taken down when nothing is left to resume (a one-off sandbox).
+    close: Callable[[Member], None] = lambda member: None
 
 
 _KINDS: list[Kind] = []
@@ -137,20 +142,28 @@ def open_engine(member: Member, settings: Settings, run_id: str) -> None:
     kind_of(member).open(member, settings, run_id)
 
 
+def close_engine(member: Member) -> None:
+    """What the placement opened on `member` for the run taken down (nothing on this host)."""
+    kind_of(member).close(member)
+
+
 def engine_facts(member: Member) -> dict[str, Any]:
-    """What run.json's engine entry records of where the run's arms live on `member`."""
-    return kind_of(member).facts(member)
+    """What run.json's engine entry records of where the run's arms live on `member`: the
+    placement's name and what it opened there."""
+    kind = kind_of(member)
+    return {"placement": kind.name, **kind.facts(member)}
 
 
 def _register_builtin() -> None:
     # The implementations do not import this package (no import cycle): they are made to
     # the protocols above, which mypy checks here.
-    from orchestrator.placement import local, other_host
-    register(Kind("this-host", local.accepts, local.LocalPlacement.of, local.LocalHelper.of,
+    from orchestrator.placement import engine_made, local
+    register(Kind(local.KIND, local.accepts, local.LocalPlacement.of, local.LocalHelper.of,
                   local.facts, (), local.open_engine))
-    register(Kind("other-host", other_host.accepts, other_host.OtherHostPlacement.of,
-                  other_host.OtherHostHelper.of, other_host.facts, other_host.ENGINE_IMAGES,
-                  other_host.open_engine))
+    register(Kind(engine_made.KIND, engine_made.accepts, engine_made.EngineMadePlacement.of,
+                  engine_made.EngineMadeHelper.of, engine_made.facts,
+                  engine_made.ENGINE_IMAGES, engine_made.open_engine,
+                  engine_made.close_engine))
 
 
 _register_builtin()

@@ -1,5 +1,5 @@
-"""The engine on this host: an arm's file systems are loop-mounted ext4 images under its
-work dir (`workfs`), bind-mounted into its container with the host's helper file. What is
+"""The engine on this host, driven by root: an arm's file systems are loop-mounted ext4 images
+under its work dir (`workfs`), bind-mounted into its container with the host's helper file. What is
 made here for the container's user is owned by that user's ids on the host: the same ids,
 or on an engine that remaps them (userns-remap) the ones its user namespace maps them to."""
 
@@ -26,9 +26,13 @@ if TYPE_CHECKING:
 logger = log.get(__name__)
 
 
+KIND = "loop-here"
+
+
 def accepts(member: Member | None) -> bool:
-    """An engine that shares this host's file systems (its address is on this host)."""
-    return member is None or member.local
+    """An engine that shares this host's file systems, driven by root here (loop mounts
+    need it): `Member.mounts_here`."""
+    return member is None or member.mounts_here
 
 
 def open_engine(member: Member, settings: Settings, run_id: str) -> None:

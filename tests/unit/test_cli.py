@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import shutil
 from collections.abc import Iterator
 from importlib import metadata
@@ -13,6 +14,7 @@ import typer.main
 from typer import _click as click
 from typer.testing import CliRunner
 
+from orchestrator import engine_pool
 from orchestrator.cli import _common, app
 from orchestrator.cli import images as images_cli
 from orchestrator.engine_pool import ON_REFUSED
@@ -45,21 +47,33 @@ def test_dry_run_build_lists_every_image_without_an_engine(monkeypatch: pytest.M
     assert not (tmp_path / "b").exists()
 
 
-def test_build_for_a_suite_lists_its_arms_images_parents_first_and_names_the_rest(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")
+def _suite_build_listed(tmp_path: Path) -> tuple[list[str], str]:
     result = runner.invoke(app, ["images", "build", "--suite", "demo", "--dry-run", "--json",
                                  "--bench-root", str(tmp_path / "b")])
     assert result.exit_code == 0, result.output
-    listed = [o["name"] for o in json.loads(result.stdout)]
-    # The demo's arms' images (devscout's too: its artifact decides, not the suite), their
-    # parents first; no oracle, no image only tests or other suites use.
-    assert listed == ["base", "python", "ast-grep", "mcp", "code-index-mcp",
-                      "code-review-graph", "ctags", "devscout", "rg"]
-    assert result.stderr.strip() == (
-        "not built (no arm of suite 'demo' runs in them): aider-repomap, base-trixie, "
-        "engine-agent, oracle-rust-analyzer, oracle-scip-typescript, probe, serena")
     assert not (tmp_path / "b").exists()
+    return [o["name"] for o in json.loads(result.stdout)], result.stderr.strip()
+
+
+def test_build_for_a_suite_lists_its_arms_images_parents_first_and_names_the_rest(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """On this host's engine driven by root: the arms' images alone."""
+    with socket.socket(socket.AF_UNIX) as here:  # an engine's socket on this host
+        here.bind(str(tmp_path / "d.sock"))
+        monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/d.sock")
+        monkeypatch.setattr(engine_pool.os, "geteuid", lambda: 0)
+        listed, said = _suite_build_listed(tmp_path)
+        # The demo's arms' images (devscout's too: its artifact decides, not the suite),
+        # their parents first; no oracle, no image only tests or other suites use.
+        assert listed == ["base", "python", "ast-grep", "mcp", "code-index-mcp",
+                          "code-review-graph", "ctags", "devscout", "rg"]
+        assert said == (
+            "not built (no arm of suite 'demo' runs in them): aider-repomap, base-trixie, "
+            "engine-agent, oracle-rust-analyzer, oracle-scip-typescript, probe, serena")
+        # A member of the docker group gets file systems the engine makes: its agent too.
+        monkeypatch.setattr(engine_pool.os, "geteuid", lambda: 1000)
+        listed, said = _suite_build_listed(tmp_path)
+        assert "engine-agent" in listed and "engine-agent" not in said
 
 
 def test_build_for_an_unknown_suite_exits_2(tmp_path: Path) -> None:

@@ -17,8 +17,9 @@ import pytest
 
 from orchestrator import corpus, engine_pool, placement, remote
 from orchestrator.arms import ArmSpec
+from orchestrator.errors import SandbenchError
 from orchestrator.images import ImageLock
-from orchestrator.placement import local, other_host
+from orchestrator.placement import engine_made, local
 from orchestrator.remote import RemoteSite
 from orchestrator.sandbox_spec import HelperFile, SandboxSpec
 from orchestrator.untrusted import walk
@@ -27,10 +28,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "orchestrator"
 # The modules that run an arm wherever it is: they may use the interface, never what is
 # behind it (an implementation, or what only one of them is made of).
 PLACEMENT_BLIND = ("run.py", "sandbox.py", "prepare.py", "cells.py")
-IMPLEMENTATIONS = {"orchestrator.placement.local", "orchestrator.placement.other_host",
+IMPLEMENTATIONS = {"orchestrator.placement.local", "orchestrator.placement.engine_made",
                    "orchestrator.remote"}
-IMPLEMENTATION_NAMES = {"LocalPlacement", "LocalHelper", "OtherHostPlacement",
-                        "OtherHostHelper", "RemoteSite", "helper_digest", "helper_path",
+IMPLEMENTATION_NAMES = {"LocalPlacement", "LocalHelper", "EngineMadePlacement",
+                        "EngineMadeHelper", "RemoteSite", "helper_digest", "helper_path",
                         "volumes", "mounted", "copy_corpus", "make_arm_copy", "site"}
 
 
@@ -94,13 +95,37 @@ def test_the_factory_chooses_by_the_engine_member(tmp_path: Path, here: str) -> 
     local_arm = placement.for_arm(_member(here), "rg", tmp_path / "rg", tmp_path)
     there = placement.for_arm(_member("ssh://b", _site()), "rg", tmp_path / "rg", tmp_path)
     assert isinstance(local_arm, local.LocalPlacement) and local_arm.work == tmp_path / "rg"
-    assert isinstance(there, other_host.OtherHostPlacement) and there.arm == "rg"
+    assert isinstance(there, engine_made.EngineMadePlacement) and there.arm == "rg"
     assert isinstance(placement.mounted_helper(), local.LocalHelper)
     assert isinstance(placement.mounted_helper(_member("ssh://b", _site())),
-                      other_host.OtherHostHelper)
-    assert placement.engine_facts(_member(here)) == {}
+                      engine_made.EngineMadeHelper)
+    assert placement.engine_facts(_member(here)) == {"placement": "loop-here"}
     assert placement.engine_facts(_member("ssh://b", _site())) == {
-        "work_volume": "sandbench-work-run-1", "helper_path": _site().helper_path}
+        "placement": "engine-made", "work_volume": "sandbench-work-run-1",
+        "helper_path": _site().helper_path}
+
+
+def test_a_user_who_is_not_root_gets_file_systems_the_engine_makes_on_this_host(
+        tmp_path: Path, here: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loop mounts need root here: a member of the docker group driving this host's engine
+    is given the engine agent's file systems, decided once when the member is made."""
+    monkeypatch.setattr(engine_pool.os, "geteuid", lambda: 1000)
+    member = engine_pool.Member(here, None, {"id": "e"}, site=_site())  # type: ignore[arg-type]
+    monkeypatch.setattr(engine_pool.os, "geteuid", lambda: 0)
+    assert member.local and not member.mounts_here
+    assert isinstance(placement.for_arm(member, "rg", tmp_path / "rg", tmp_path),
+                      engine_made.EngineMadePlacement)
+    assert placement.engine_facts(member)["placement"] == "engine-made"
+
+
+def test_a_rootless_engine_the_engine_cannot_make_file_systems_on_is_refused_by_name(
+        here: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine_pool.os, "geteuid", lambda: 1000)
+    member = engine_pool.Member(here, None, {"id": "e", "security_options": [  # type: ignore[arg-type]
+        "name=seccomp,profile=default", "name=rootless"]})
+    with pytest.raises(SandbenchError) as err:
+        placement.open_engine(member, None, "run-1")  # type: ignore[arg-type]
+    assert "is rootless" in err.value.what and "as root against it" in (err.value.fix or "")
 
 
 class _PodHelper:
@@ -156,7 +181,7 @@ def test_a_third_placement_is_registered_without_touching_the_run(
     chosen = placement.for_arm(pod, "rg", tmp_path, tmp_path)
     assert isinstance(chosen, _PodPlacement) and chosen.arm == "rg"
     assert isinstance(placement.mounted_helper(pod), _PodHelper)
-    assert placement.engine_facts(pod) == {"namespace": "b"}
+    assert placement.engine_facts(pod) == {"placement": "pod", "namespace": "b"}
     assert placement.engine_images(pod) == ("pod-agent",)
     placement.open_engine(pod, None, "run-1")  # type: ignore[arg-type]
     assert opened == ["run-1"]
@@ -253,7 +278,7 @@ class _Host:
 def test_the_helper_on_another_host_is_read_back_there(
         digests: list[str | None], started: bool, error: str | None, tmp_path: Path) -> None:
     calls: list[bool] = []
-    helper = other_host.OtherHostHelper(_Host(digests))  # type: ignore[arg-type]
+    helper = engine_made.EngineMadeHelper(_Host(digests))  # type: ignore[arg-type]
     facts = helper.start(_spec(tmp_path / "h"), lambda: calls.append(True))
     assert calls == ([True] if started else [])
     assert facts["helper"]["error"] == error

@@ -331,16 +331,17 @@ def test_the_disclosure_states_each_runsc_arms_pids_as_the_engine_was_asked() ->
     assert environment.runsc_pids(run, {"ctags": verdict("6208"), "ast-grep": [None]}) is None
 
 
-def test_a_dry_run_names_each_arm_whose_runtime_the_engine_lacks() -> None:
+def test_the_preflight_names_each_arm_whose_runtime_the_engine_lacks() -> None:
+    """A run and its --dry-run refuse before any container starts (orchestrator.preflight)."""
     from types import SimpleNamespace
 
-    from orchestrator.cli import dry_run
+    from orchestrator import preflight
 
     plan = SimpleNamespace(suite=SimpleNamespace(runtime=runtimes.Choice(arms={"ctags": "runsc"})),
                            available=[SimpleNamespace(name="rg"), SimpleNamespace(name="ctags")])
-    found = dry_run._runtime_problems(plan, None, [], _EngineWithout())  # type: ignore[arg-type]
+    found = preflight.runtime_problems(plan, None, [_EngineWithout()])  # type: ignore[arg-type]
     assert [(p.exit_code, p.text.split(" (fix:")[0]) for p in found] == [
         (1, "arm 'ctags' asks for the container runtime 'runsc', which the engine "
             "unix:///var/run/docker.sock does not have")]
-    assert len(dry_run._runtime_problems(plan, "runsc", [], _EngineWithout())) == 2  # type: ignore[arg-type]
-    assert dry_run._runtime_problems(plan, "runc", [], _EngineWithout()) == []  # type: ignore[arg-type]
+    assert len(preflight.runtime_problems(plan, "runsc", [_EngineWithout()])) == 2  # type: ignore[arg-type]
+    assert preflight.runtime_problems(plan, "runc", [_EngineWithout()]) == []  # type: ignore[arg-type]

@@ -1,5 +1,8 @@
-"""An engine of another host: an arm's file systems, its corpus copy and the helper are
-made on that host through that engine (`remote.RemoteSite`), mounted as volumes."""
+"""File systems the engine makes: an arm's file systems, its corpus copy and the helper are
+made on the engine's host through that engine (`remote.RemoteSite`), mounted as volumes. It
+serves an engine of another host (nothing made here could be mounted there) and this host's
+engine driven by a user who may not loop-mount (a member of the docker group): what needs
+root is done by the engine agent, a container of the engine's."""
 
 from __future__ import annotations
 
@@ -11,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 from orchestrator import corpus, guards, log, remote, sandbox_spec
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
+from orchestrator.errors import SandbenchError
 from orchestrator.remote import RemoteSite
+from orchestrator.run_engines import ENGINE_MADE
 from orchestrator.sandbox_spec import SandboxSpec
 from orchestrator.settings import Settings
 from orchestrator.untrusted import walk
@@ -25,22 +30,43 @@ logger = log.get(__name__)
 ENGINE_IMAGES = (remote.AGENT_IMAGE,)  # it makes the arms' file systems there
 
 
+KIND = ENGINE_MADE
+# What `docker info` lists for an engine that runs as a user: its containers' root is that
+# user, so the agent may not attach loop devices there.
+ROOTLESS = "name=rootless"
+
+
 def accepts(member: Member | None) -> bool:
-    """An engine of another host (its address is not on this one)."""
-    return member is not None and not member.local
+    """Every engine whose arms' file systems this process cannot loop-mount itself."""
+    return member is not None and not member.mounts_here
 
 
 def open_engine(member: Member, settings: Settings, run_id: str) -> None:
     """The run's place on that engine, once: its work volume, and the helper placed there
-    and read back."""
+    and read back. A rootless engine cannot make them (its agent has no loop devices): it is
+    refused by name, with the way to run there."""
     if member.site is not None:
         return
+    if ROOTLESS in (member.facts.get("security_options") or []):
+        raise SandbenchError(
+            f"engine {member.url} is rootless: it cannot make an arm's size-bounded file "
+            "systems", why="its containers' root is a user, who may not attach loop devices, "
+                           "and this process is not root here to loop-mount them itself",
+            fix=f"run sandbench as root against it (DOCKER_HOST={member.url}), or use a "
+                "rootful engine")
     lock = ImageLock.load(settings.images_lock)
     helper, digest = lock.helper()
     site = RemoteSite(member.engine, member.id, run_id, lock.image_id(remote.AGENT_IMAGE))
     site.open()
     site.place_helper(helper, digest)
     member.site = site
+
+
+def close_engine(member: Member) -> None:
+    """The run's work volume there removed, its file systems detached first."""
+    if member.site is not None:
+        _site(member).close()
+        member.site = None
 
 
 def _site(member: Member | None) -> RemoteSite:
@@ -56,7 +82,7 @@ def facts(member: Member) -> dict[str, Any]:
     return {"work_volume": site.work_volume, "helper_path": site.helper_path}
 
 
-class OtherHostHelper:
+class EngineMadeHelper:
     """The helper placed in the run's work volume on that host: its digest is read back
     from there before and after the start, and must agree."""
 
@@ -64,7 +90,7 @@ class OtherHostHelper:
         self.site = site
 
     @classmethod
-    def of(cls, member: Member | None) -> OtherHostHelper:
+    def of(cls, member: Member | None) -> EngineMadeHelper:
         return cls(_site(member))
 
     def source(self, host_file: Path) -> Path:
@@ -84,7 +110,7 @@ class OtherHostHelper:
                                    "replaced while the sandbox started")
 
 
-class OtherHostPlacement:
+class EngineMadePlacement:
     """An arm's file systems as volumes on that host, known once `filesystems` made them."""
 
     def __init__(self, site: RemoteSite, arm: str, work: Path, scratch: Path) -> None:
@@ -92,11 +118,11 @@ class OtherHostPlacement:
         self.arm = arm
         self.work = work  # named in the spec only; nothing of the arm's is made there
         self.scratch = scratch
-        self.helper = OtherHostHelper(site)
+        self.helper = EngineMadeHelper(site)
         self.volumes: dict[str, str] | None = None
 
     @classmethod
-    def of(cls, member: Member, arm: str, work: Path, scratch: Path) -> OtherHostPlacement:
+    def of(cls, member: Member, arm: str, work: Path, scratch: Path) -> EngineMadePlacement:
         return cls(_site(member), arm, work, scratch)
 
     def kept(self, names: Sequence[str]) -> bool:

@@ -1,0 +1,96 @@
+"""Every reason a run could not start, collected at once: the one pre-flight of `sandbench
+run` and `sandbench run --dry-run` (which prints them all instead of running).
+
+What it checks is what a run needs before its first container: the suite and its arms, their
+images, the corpus, the seal, and each arm's container runtime on every engine of the run.
+Which placement each engine gets, and what that placement needs there (root here, or the
+engine agent's image and loop devices there), is checked when the engine is made ready
+(`engine_pool.prepare`), in a pre-flight sandbox, on the local engine too."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from orchestrator import runtimes, suite
+from orchestrator.engine import Engine
+from orchestrator.errors import InputError, SandbenchError
+from orchestrator.settings import Settings
+
+if TYPE_CHECKING:
+    from orchestrator.run import Plan
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Problem:
+    text: str
+    exit_code: int  # 2: an input is wrong; 1: something the run needs is missing
+    error: SandbenchError | None = None  # what the run itself would raise, when it is one
+
+    @classmethod
+    def of(cls, err: SandbenchError) -> Problem:
+        return cls(err.what + (f" (fix: {err.fix})" if err.fix else ""), err.exit_code, err)
+
+
+def attempt(problems: list[Problem], step: Callable[[], T]) -> T | None:
+    """The step's result, or None with its error added to the problems."""
+    try:
+        return step()
+    except SandbenchError as err:
+        problems.append(Problem.of(err))
+        return None
+
+
+def plan_problems(the_plan: Plan, settings: Settings, runtime: str | None,
+                  engines: Sequence[Engine]) -> list[Problem]:
+    """What the plan lacks (images, artifacts, the corpus), a seal the suite's files no
+    longer match, and each arm's runtime that an engine of the run does not have."""
+    problems = [Problem(item, 1) for item in the_plan.missing]
+    problems += _seal_problems(the_plan, settings)
+    problems += runtime_problems(the_plan, runtime, engines)
+    return problems
+
+
+def _seal_problems(the_plan: Plan, settings: Settings) -> list[Problem]:
+    problems: list[Problem] = []
+    name = the_plan.suite.name
+    diffs = attempt(problems, lambda: suite.verify_seal(the_plan.suite, settings)) or []
+    return problems + [Problem(f"suite {name!r}: {d.file} changed since the seal (sealed "
+                               f"{d.expected}, now {d.found}) (fix: review the change, then: "
+                               f"sandbench suite seal {name})", 2,
+                               InputError(f"suite {name!r}: {d.file} changed since the seal "
+                                          f"(sealed {d.expected}, now {d.found})",
+                                          fix=f"review the change, then: sandbench suite "
+                                              f"seal {name}", file=d.file))
+                       for d in diffs]
+
+
+def runtime_problems(the_plan: Plan, override: str | None, engines: Sequence[Engine]
+                     ) -> list[Problem]:
+    """Each arm whose container runtime an engine of the run lacks (the run refuses it)."""
+    problems: list[Problem] = []
+    for a in the_plan.available:
+        wanted = the_plan.suite.runtime.of(a.name, override)
+        if wanted == runtimes.RUNC:
+            continue
+        for e in engines:
+            info = attempt(problems, e.info)
+            if info is not None and not runtimes.engine_has(info, wanted):
+                problems.append(Problem(f"arm {a.name!r} asks for the container runtime "
+                                        f"{wanted!r}, which the engine {e.address} does not "
+                                        f"have (fix: {runtimes.REGISTER_FIX})", 1))
+    return problems
+
+
+def could_not_start(problems: list[Problem]) -> SandbenchError:
+    """One problem: the run's own error for it, as the run would print it. Several: one
+    error listing them, exit 2 when any is bad input, else 1."""
+    kind = InputError if any(p.exit_code == 2 for p in problems) else SandbenchError
+    if len(problems) == 1:
+        return problems[0].error or kind(f"the run could not start: {problems[0].text}")
+    listed = "; ".join(f"({i}) {p.text}" for i, p in enumerate(problems, 1))
+    return kind(f"the run could not start: {len(problems)} problems", why=listed,
+                problems=[p.text for p in problems])
