@@ -29,19 +29,20 @@ KIB = 1024
 # reads the sandbox kernel's own cgroupfs, which shows no limit of the host's cgroup.
 UNDER_GVISOR = {
     "memory_in_force": "gVisor's cgroupfs shows no memory limit; what stands for it is "
-                       "MemTotal in the sandbox kernel's /proc/meminfo: runsc sizes the "
-                       "sandbox's memory from the limit of the container's cgroup (2024-07 "
-                       "build: 256 MiB asked, 262144 kB shown), and no task of the sandbox "
-                       "gets more than that",
+                       "MemTotal in the sandbox kernel's /proc/meminfo, which runsc sets from "
+                       "the container's memory limit when the sandbox starts (2024-07 build: "
+                       "256 MiB asked, 262144 kB shown; without a limit, the host's memory). "
+                       "It is the sandbox's view at its start, not a read of the host "
+                       "cgroup's file: a limit lifted from that cgroup later would not show",
     "pids_in_force": "NOT proved inside: gVisor's cgroupfs shows pids.max `max`, and the "
                      "host cgroup whose pids.max (`engine_pids`) counts gVisor's own threads "
                      "is out of the sandbox's sight. The guard checks that the probe talked "
                      "to gVisor's kernel and read its pids controller; the limit itself rests "
                      "on the outside pids_limit guard",
-    "cpus_in_force": "gVisor's cgroupfs has no CFS quota (-1): what bounds the tool is the "
-                     "sandbox's cpuset, the CPUs runsc gives it from the container's cgroup, "
-                     "so a policy asking fewer CPUs than that cpuset holds is refused under "
-                     "runsc",
+    "cpus_in_force": "gVisor's cgroupfs has no CFS quota (-1): what bounds the tool is "
+                     "the cpuset the sandbox kernel reports, its CPUs (as many as runsc gave "
+                     "it at start), so a policy asking fewer CPUs than that is refused under "
+                     "runsc; the quota itself is applied only outside its sight",
     "tool_writable": "as under runc: the tool's uid creates and removes a file in each place "
                      "through gVisor's gofer",
 }
