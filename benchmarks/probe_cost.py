@@ -82,6 +82,7 @@ def main() -> None:
     figures: dict[str, Any] = {"before": args.before, "probes": args.probes}
     with tempfile.TemporaryDirectory() as tmp:
         helpers = Path(tmp)
+        helpers.chmod(0o755)  # the tool's uid runs the helpers from it
         for name, source in (("before", before), ("after", Path(SOURCE).read_text())):
             build = helpers / f"build-{name}"
             build.mkdir()
