@@ -27,7 +27,7 @@ from typing import IO, Any, Final
 from orchestrator.untrusted import decode as untrusted
 from orchestrator.untrusted.errors import HostileInput
 
-HELPER_VERSION: Final = "0.4.0"
+HELPER_VERSION: Final = "0.5.0"
 """The version `sandbench-exec` reports in `helper_version` (its HELPER_VERSION)."""
 
 FRAME_STDOUT: Final = b"o"
@@ -79,6 +79,7 @@ PROBE_KEYS: Final = frozenset({
     "helper_version", "uid", "gid", "groups", "status", "interfaces", "routes_v4",
     "routes_v6", "lookup", "connect", "udp", "write", "mounts", "image_helpers", "pid1_fds",
     "no_new_privs", "pid1_status", "pid1_signal", "pid1_environ", "pid1_fd_opens",
+    "writable", "cgroup",
 })
 """Every key of a probe report. Facts only: the guards decide what passes."""
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from orchestrator import isolation, runtimes, separation
+from orchestrator import in_force, isolation, runtimes, separation
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json
 from orchestrator.isolation import HELPER_IDLE as HELPER_IDLE  # re-exported for the tests
@@ -229,7 +229,8 @@ def check_inside(policy: GuardPolicy, probe: dict[str, Any]) -> list[GuardResult
         _result("image_helpers", inside, [], facts.get("image_helpers")),
     ] + _channel_private(policy, facts) + _kernel(policy, facts) + [
         _result(guard, inside, expected, found, ok) for guard, expected, found, ok
-        in separation.checks(policy.executor_user, uid, facts)]
+        in separation.checks(policy.executor_user, uid, facts)
+        + in_force.checks(policy.values, facts, gvisor, kernel_of(facts) == GVISOR_KERNEL)]
 
 
 def _cap_bnd(policy: GuardPolicy, status: dict[str, Any]) -> GuardResult:
@@ -297,6 +298,7 @@ UNDER_GVISOR = {
                        "are refused because they are uid 0's, mode 0600",
     "kernel": "the sandbox kernel is gVisor's, not the host's",
     **separation.UNDER_GVISOR,
+    **in_force.UNDER_GVISOR,
 }
 # gVisor's Sentry serves every file system of the container through its gofer: its root is
 # a 9p mount over a file descriptor. No Linux container root is one (docker mounts overlay

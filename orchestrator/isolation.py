@@ -263,6 +263,7 @@ SETTINGS: tuple[Setting, ...] = (
                 ("memory_bytes", p.values["memory_bytes"], v.host_config.get("Memory"), None),
                 ("memory_swap_bytes", p.values["memory_bytes"], v.host_config.get("MemorySwap"),
                  None)],
+            inside=("memory_in_force",),
             record=lambda limits, _: {"memory_bytes": limits.memory_bytes},
             policy=lambda s: {"memory_bytes": s.limits.memory_bytes},
             compose=lambda s, c: dict(c),
@@ -276,6 +277,7 @@ SETTINGS: tuple[Setting, ...] = (
             outside=lambda p, v: [
                 ("pids_limit", p.values.get("engine_pids", p.values["pids"]),
                  v.host_config.get("PidsLimit"), None)],
+            inside=("pids_in_force",),
             record=lambda limits, runtime: {"pids": limits.pids, **_engine_pids(runtime, limits)},
             policy=lambda s: {"pids": s.limits.pids, **_engine_pids(s.runtime, s.limits)},
             compose=lambda s, c: dict(c),
@@ -284,6 +286,7 @@ SETTINGS: tuple[Setting, ...] = (
             create=lambda s: {"nano_cpus": s.limits.nano_cpus},
             outside=lambda p, v: [("nano_cpus", p.values["nano_cpus"],
                                    v.host_config.get("NanoCpus"), None)],
+            inside=("cpus_in_force",),
             record=lambda limits, _: {"cpus": limits.cpus},
             policy=lambda s: {"nano_cpus": s.limits.nano_cpus},
             compose=lambda s, c: {"cpus": s.limits.cpus},
@@ -297,9 +300,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("mounts",  # only the declared mounts, each bounded, and a bounded /tmp
             create=lambda s: {"tmpfs": _tmpfs(s), "mounts": [
                 m.engine_spelling for m in (*s.mounts, s.helper_mount)]},
-            outside=_mount_checks, inside=("mount_list", "mount_modes", "mount_sizes"),
+            outside=_mount_checks,
+            inside=("mount_list", "mount_modes", "mount_sizes", "tool_writable"),
             record=lambda limits, _: {"tmp_bytes": limits.tmp_bytes},
-            policy=lambda s: {"tmpfs": _tmpfs(s)},
+            # Runs recorded before the probe proved them carry no `tool_writable`, and none
+            # of the limits-in-force guards (orchestrator/in_force.py).
+            policy=lambda s: {"tmpfs": _tmpfs(s), "tool_writable": s.tool_writable},
             compose=_mounts_compose, k8s=_mounts_k8s),
     # Docker gives no device unless asked, nor does a pod.
     Setting("devices",  # no host device

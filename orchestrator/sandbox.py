@@ -189,7 +189,8 @@ class Sandbox:
         """The probe's report, or None (logged with why) when it gave none: a probe killed in
         the container (its pids limit reached under gVisor, say) refuses that arm alone."""
         argv = [HELPER, "probe", "--as", self.spec.user, "--connect", f"127.0.0.1:{port}",
-                "--lookup", guards.PROBE_LOOKUP, "--write", guards.PROBE_WRITE]
+                "--lookup", guards.PROBE_LOOKUP, "--write", guards.PROBE_WRITE,
+                *(a for d in self.spec.tool_writable for a in ("--writable", d))]
         with open(os.devnull, "wb") as discard:  # the report is in the frames, not the streams
             decoded, _, _ = self._exec_stream(argv, discard, discard, 1 << 20, timeout_s=30)
         if decoded.probe is None:

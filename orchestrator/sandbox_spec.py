@@ -104,6 +104,13 @@ class SandboxSpec:
         """The host's helper, read-only, at the one path every exec and PID 1 run."""
         return Mount(self.helper.source, HELPER, read_only=True)
 
+    @property
+    def tool_writable(self) -> list[str]:
+        """Where the tool must be able to write, in the container: each writable mount, and
+        a HOME the arm puts under /state (the probe proves each: orchestrator/in_force.py)."""
+        home = _state_home(self)
+        return [m.target for m in self.mounts if not m.read_only] + ([home] if home else [])
+
     def create_kwargs(self) -> dict[str, Any]:
         """Exactly what the engine is asked for, as plain data in the SDK's spelling: the
         isolation settings' arguments, the working directory, and a detached start."""
@@ -179,9 +186,15 @@ def writable_dirs(spec: SandboxSpec) -> list[tuple[Path, Path]]:
     """(host directory, the directory it must stay inside) for every place the container
     user must be able to write: each writable mount, and a HOME the arm puts under /state."""
     dirs = [(m.source, m.source.parent) for m in spec.mounts if not m.read_only and not m.volume]
-    home = spec.env.get("HOME", "")
-    state = next((m for m in spec.mounts if m.target == "/state" and not m.read_only
-                  and not m.volume), None)
-    if state is not None and home.startswith("/state/"):
+    home = _state_home(spec)
+    state = next((m for m in spec.mounts if m.target == "/state" and not m.volume), None)
+    if state is not None and home:
         dirs.append((state.source / home.removeprefix("/state/"), state.source.parent))
     return dirs
+
+
+def _state_home(spec: SandboxSpec) -> str | None:
+    """The arm's HOME when it is under a writable /state mount."""
+    home = spec.env.get("HOME", "")
+    state = any(m.target == "/state" and not m.read_only for m in spec.mounts)
+    return home if state and home.startswith("/state/") else None

@@ -21,7 +21,7 @@
  *   run [--as UID:GID] [--sweep] [--timeout-ms N] [--grace-ms N] [--cap-bytes N] [--cwd DIR]
  *       -- ARGV...
  *   probe [--as UID:GID] [--connect HOST:PORT] [--lookup NAME] [--nameserver ADDR[:PORT]]
- *       [--write PATH]
+ *       [--write PATH] [--writable DIR]...
  *   idle
  *   serve
  *   --version
@@ -93,7 +93,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HELPER_VERSION "0.4.0"
+#define HELPER_VERSION "0.5.0"
 
 #define EXIT_NO_RESULT 125
 #define CHUNK_MAX 65536u
@@ -115,7 +115,7 @@ static const char USAGE[] =
     "usage: sandbench-exec run [--as UID:GID] [--sweep] [--timeout-ms N] [--grace-ms N]"
     " [--cap-bytes N] [--cwd DIR] -- ARGV...\n"
     "       sandbench-exec probe [--as UID:GID] [--connect HOST:PORT] [--lookup NAME]"
-    " [--nameserver ADDR] [--write PATH]\n"
+    " [--nameserver ADDR] [--write PATH] [--writable DIR]...\n"
     "       sandbench-exec idle\n"
     "       sandbench-exec serve\n"
     "       sandbench-exec --version\n";
@@ -1568,8 +1568,12 @@ out:
     return err;
 }
 
+#define MAX_WRITABLE 8
+
 struct probe_opts {
     const char *connect, *lookup, *nameserver, *write, *as;
+    const char *writable[MAX_WRITABLE]; /* directories the tool must be able to write */
+    size_t n_writable;
     struct tool_ids ids;
     char host[INET_ADDRSTRLEN];
     struct sockaddr_in addr;
@@ -1597,12 +1601,16 @@ static int parse_probe_args(int argc, char **argv, struct probe_opts *o)
     *o = (struct probe_opts){ 0 };
     for (int i = 2; i < argc; i += 2) {
         const char *name = argv[i];
-        const char **slot = strcmp(name, "--connect") == 0 ? &o->connect
+        bool more = strcmp(name, "--writable") == 0 && o->n_writable < MAX_WRITABLE;
+        const char **slot = more ? &o->writable[o->n_writable++]
+                          : strcmp(name, "--connect") == 0 ? &o->connect
                           : strcmp(name, "--lookup") == 0  ? &o->lookup
                           : strcmp(name, "--nameserver") == 0 ? &o->nameserver
                           : strcmp(name, "--write") == 0   ? &o->write
                           : strcmp(name, "--as") == 0      ? &o->as
                           : NULL;
+        if (slot == NULL && strcmp(name, "--writable") == 0)
+            return usage_error("probe: at most %d --writable directories", MAX_WRITABLE);
         if (slot == NULL)
             return usage_error("probe: unknown option '%s'", name);
         if (i + 1 >= argc)
@@ -1927,13 +1935,8 @@ static void probe_network(struct buf *b, const struct probe_opts *o)
 
 /* Can a new file be created at PATH? ok reflects the open; an unlink failure after a
    successful open (which leaves the file behind) is reported in errno/error. */
-static void probe_write(struct buf *b, const char *path)
+static void write_try(struct buf *b, const char *path)
 {
-    json_key(b, "write");
-    if (path == NULL) {
-        buf_adds(b, "null");
-        return;
-    }
     const char *step = "open";
     int err = 0;
     int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
@@ -1951,6 +1954,34 @@ static void probe_write(struct buf *b, const char *path)
     json_kbool(b, "ok", ok);
     json_kerrno(b, step, err);
     buf_add(b, "}", 1);
+}
+
+static void probe_write(struct buf *b, const char *path)
+{
+    json_key(b, "write");
+    if (path == NULL)
+        buf_adds(b, "null");
+    else
+        write_try(b, path);
+}
+
+/* The tool's own writes where it must be able to write (/state, /out, a HOME under
+   /state): a file created and removed in each directory, as the tool's uid. An engine
+   whose uid mapping leaves these to another uid is refused before any cell runs. */
+static void probe_writable(struct buf *b, const struct probe_opts *o)
+{
+    json_key(b, "writable");
+    buf_add(b, "[", 1);
+    for (size_t i = 0; i < o->n_writable; i++) {
+        char path[PATH_MAX];
+        json_sep(b);
+        if (snprintf(path, sizeof path, "%s/.sandbench-probe-writable", o->writable[i])
+            >= (int)sizeof path)
+            buf_adds(b, "null");
+        else
+            write_try(b, path);
+    }
+    buf_add(b, "]", 1);
 }
 
 /* Undo the kernel's octal escapes (\040 space, \011 tab, \012 newline, \134 backslash). */
@@ -1972,20 +2003,31 @@ static void unescape_octal(char *s)
 /* One /proc/self/mountinfo line:
      ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS
    Fields are split on single spaces: a source can be empty, which shows as two spaces. */
-static bool mount_entry(struct buf *b, char *line)
+enum { MOUNT_FIELDS = 64 };
+
+/* The fields of a mountinfo line, unescaped, and the index of its "-" separator; -1 when
+   the line is not one. */
+static int split_mountinfo(char *line, char *field[MOUNT_FIELDS])
 {
-    enum { MAX_FIELDS = 64 };
-    char *field[MAX_FIELDS];
     int n = 0, dash = -1;
-    for (char *token; n < MAX_FIELDS && (token = strsep(&line, " ")) != NULL; n++) {
+    for (char *token; n < MOUNT_FIELDS && (token = strsep(&line, " ")) != NULL; n++) {
         field[n] = token;
         if (dash < 0 && n >= 6 && strcmp(token, "-") == 0)
             dash = n;
     }
     if (line != NULL || dash < 0 || n != dash + 4)
-        return false;
+        return -1;
     for (int i = 0; i < n; i++)
         unescape_octal(field[i]);
+    return dash;
+}
+
+static bool mount_entry(struct buf *b, char *line)
+{
+    char *field[MOUNT_FIELDS];
+    int dash = split_mountinfo(line, field);
+    if (dash < 0)
+        return false;
     json_sep(b);
     buf_add(b, "{", 1);
     json_kstr(b, "mount_point", field[4]);
@@ -2033,6 +2075,158 @@ static void probe_mounts(struct buf *b)
     buf_free(&list);
     free(line);
     fclose(f);
+}
+
+/* The limits the kernel applies to the probe's own cgroup, as their files say: what is in
+   force, not what the engine was asked for. Each controller's directory is found from
+   /proc/self/cgroup (the cgroup's path) and /proc/self/mountinfo (where that hierarchy is
+   mounted, and which of its paths is the mount's root). Inside a cgroup namespace both
+   show "/"; without one (docker's default on cgroup v1) the path is the host's, e.g.
+   /docker/ID, and the mount's root is that same path: either way the directory is the mount
+   point plus what the path adds to the root. A path outside the root has no directory here
+   (null): the guards then find no limit. Every file is read with one bounded read. */
+enum { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUSET, CG_V2, CG_COUNT };
+static const char *const CG_NAMES[CG_COUNT] = { "memory", "pids", "cpu", "cpuset", "" };
+
+/* Whether NAME is one of the comma-separated words of LIST. */
+static bool has_word(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; p != NULL; p = strchr(p, ',')) {
+        p += *p == ',';
+        if (strncmp(p, name, len) == 0 && (p[len] == ',' || p[len] == '\0'))
+            return true;
+    }
+    return false;
+}
+
+/* The cgroup path of each controller (v1) and of the unified hierarchy (v2, "0::PATH"). */
+static void cgroup_paths(char paths[CG_COUNT][PATH_MAX])
+{
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    if (f == NULL)
+        return;
+    char line[PATH_MAX + 256];
+    for (int row = 0; row < 64 && fgets(line, sizeof line, f) != NULL; row++) {
+        line[strcspn(line, "\n")] = '\0';
+        char *controllers = strchr(line, ':');
+        char *path = controllers != NULL ? strchr(controllers + 1, ':') : NULL;
+        if (path == NULL)
+            continue;
+        *path++ = '\0';
+        controllers++;
+        for (int c = 0; c < CG_COUNT; c++)
+            if (c == CG_V2 ? controllers[0] == '\0' : has_word(controllers, CG_NAMES[c]))
+                snprintf(paths[c], PATH_MAX, "%s", path);
+    }
+    fclose(f);
+}
+
+/* The directory of PATH in a hierarchy mounted at POINT whose root is ROOT, or "". */
+static void cgroup_dir(char *dir, const char *point, const char *root, const char *path)
+{
+    size_t len = strcmp(root, "/") == 0 ? 0 : strlen(root);
+    dir[0] = '\0';
+    if (path[0] == '/' && strncmp(path, root, len) == 0
+        && (path[len] == '/' || path[len] == '\0'))
+        snprintf(dir, PATH_MAX, "%s%s", point, strcmp(path + len, "/") == 0 ? "" : path + len);
+}
+
+/* Each controller's directory: a v1 hierarchy carrying it, else the unified one. */
+static void cgroup_dirs(char dirs[CG_COUNT][PATH_MAX], char paths[CG_COUNT][PATH_MAX])
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (f == NULL)
+        return;
+    char *line = NULL, *field[MOUNT_FIELDS];
+    size_t size = 0;
+    for (int row = 0; row < 4096 && getline(&line, &size, f) >= 0; row++) {
+        line[strcspn(line, "\n")] = '\0';
+        int dash = split_mountinfo(line, field);
+        if (dash < 0)
+            continue;
+        const char *type = field[dash + 1], *options = field[dash + 3];
+        for (int c = 0; c < CG_COUNT; c++) {
+            bool v1 = c != CG_V2 && strcmp(type, "cgroup") == 0 && has_word(options, CG_NAMES[c]);
+            bool v2 = c == CG_V2 && strcmp(type, "cgroup2") == 0;
+            if ((v1 || v2) && dirs[c][0] == '\0' && paths[c][0] != '\0')
+                cgroup_dir(dirs[c], field[4], field[3], paths[c]);
+        }
+    }
+    free(line);
+    fclose(f);
+}
+
+/* KEY: the first line of DIR/NAME (at most 255 bytes), or null when it cannot be read. */
+static void json_kfile(struct buf *b, const char *key, const char *dir, const char *name)
+{
+    char path[PATH_MAX], text[256];
+    int fd = -1;
+    if (dir[0] != '\0' && snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path)
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n < 0) {
+        json_knull(b, key);
+        return;
+    }
+    text[n] = '\0';
+    text[strcspn(text, "\n")] = '\0';
+    json_kstr(b, key, text);
+}
+
+/* MemTotal of /proc/meminfo in kB: under gVisor the sandbox kernel's own memory, which
+   runsc sizes from the memory limit of the container's cgroup. */
+static void probe_meminfo(struct buf *b)
+{
+    FILE *f = fopen("/proc/meminfo", "re");
+    char line[256];
+    uint64_t kb = 0;
+    bool found = false;
+    for (int row = 0; f != NULL && !found && row < 64 && fgets(line, sizeof line, f); row++)
+        found = sscanf(line, "MemTotal: %" SCNu64 " kB", &kb) == 1;
+    if (f != NULL)
+        fclose(f);
+    if (found)
+        json_kuint(b, "meminfo_total_kb", kb);
+    else
+        json_knull(b, "meminfo_total_kb");
+}
+
+static void probe_cgroup(struct buf *b)
+{
+    static char paths[CG_COUNT][PATH_MAX], dirs[CG_COUNT][PATH_MAX];
+    memset(paths, 0, sizeof paths);
+    memset(dirs, 0, sizeof dirs);
+    cgroup_paths(paths);
+    cgroup_dirs(dirs, paths);
+    json_key(b, "cgroup");
+    buf_add(b, "{", 1);
+    /* v1 when a v1 hierarchy carries the memory controller, else v2 (cgroup2). */
+    bool v1 = dirs[CG_MEMORY][0] != '\0' || dirs[CG_V2][0] == '\0';
+    json_kstr(b, "version", v1 ? "v1" : "v2");
+    json_key(b, "dirs");
+    buf_add(b, "{", 1);
+    for (int c = 0; c < CG_COUNT; c++)
+        if (v1 != (c == CG_V2))
+            json_kstr(b, c == CG_V2 ? "unified" : CG_NAMES[c], dirs[c][0] ? dirs[c] : NULL);
+    buf_add(b, "}", 1);
+    if (v1) {
+        json_kfile(b, "memory_max", dirs[CG_MEMORY], "memory.limit_in_bytes");
+        json_kfile(b, "pids_max", dirs[CG_PIDS], "pids.max");
+        json_kfile(b, "cpu_quota", dirs[CG_CPU], "cpu.cfs_quota_us");
+        json_kfile(b, "cpu_period", dirs[CG_CPU], "cpu.cfs_period_us");
+        json_kfile(b, "cpuset", dirs[CG_CPUSET], "cpuset.effective_cpus");
+        json_kfile(b, "cpuset_cpus", dirs[CG_CPUSET], "cpuset.cpus");
+    } else {
+        json_kfile(b, "memory_max", dirs[CG_V2], "memory.max");
+        json_kfile(b, "pids_max", dirs[CG_V2], "pids.max");
+        json_kfile(b, "cpu_max", dirs[CG_V2], "cpu.max");
+        json_kfile(b, "cpuset", dirs[CG_V2], "cpuset.cpus.effective");
+    }
+    probe_meminfo(b);
+    buf_add(b, "}", 1);
 }
 
 /* Files named like the helper that the image itself carries: at its old place and in every
@@ -2195,7 +2389,9 @@ static int cmd_probe(int argc, char **argv)
     probe_lookup(&b, o.lookup, o.nameserver);
     probe_network(&b, &o);
     probe_write(&b, o.write);
+    probe_writable(&b, &o);
     probe_mounts(&b);
+    probe_cgroup(&b);
     probe_image_helpers(&b);
     probe_pid1_fds(&b);
     probe_pid1(&b);

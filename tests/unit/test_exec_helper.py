@@ -600,6 +600,29 @@ def test_probe_reports_every_fact(helper: Path) -> None:
     assert root["size_bytes"] == st.f_blocks * st.f_frsize
 
 
+def test_probe_reads_its_cgroups_limits_and_writes_where_asked(helper: Path,
+                                                               tmp_path: Path) -> None:
+    ex = run_helper(helper, "probe", "--writable", str(tmp_path), "--writable",
+                    str(tmp_path / "missing"))
+    p = ex.decoded.probe
+    assert p is not None
+    assert [(w["path"], w["ok"], w["error"]) for w in p["writable"]] == [
+        (f"{tmp_path}/.sandbench-probe-writable", True, None),
+        (f"{tmp_path}/missing/.sandbench-probe-writable", False,
+         "open: ENOENT: No such file or directory")]
+    assert list(tmp_path.iterdir()) == []  # created, then removed
+    cgroup = p["cgroup"]
+    # The limit read is the file of the directory the probe resolved for its own cgroup.
+    if cgroup["version"] == "v1":
+        limit = Path(cgroup["dirs"]["memory"], "memory.limit_in_bytes")
+    else:
+        limit = Path(cgroup["dirs"]["unified"], "memory.max")
+    assert cgroup["memory_max"] == limit.read_text().strip()
+    assert cgroup["meminfo_total_kb"] > 0
+    too_many = [a for i in range(9) for a in ("--writable", f"/d{i}")]
+    assert run_helper(helper, "probe", *too_many).returncode == 125
+
+
 @contextmanager
 def fake_nameserver(rcode: int = 3) -> Iterator[tuple[int, list[bytes]]]:
     """A UDP DNS server on the host's 127.0.0.1 that answers every query with `rcode`."""

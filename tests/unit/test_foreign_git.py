@@ -311,6 +311,7 @@ RUNS_GIT = {
     "benchmarks/bounds_cost.py": "clones of this project's own checkout",
     "benchmarks/cold_demo.py": "clones of this project's own checkout",
     "benchmarks/split_cost.py": "an earlier helper source from this project's own history",
+    "benchmarks/probe_cost.py": "an earlier helper source from this project's own history",
     "benchmarks/corpus_copy.py": "a repository it synthesises",
     "benchmarks/foreign_git_cost.py": "a repository it synthesises; this checkout (git archive)",
 }

@@ -127,7 +127,7 @@ def test_the_policy_values_are_the_policy_schemas(tmp_path: Path) -> None:
     # schema says so.
     later = set(isolation.policy_values(_spec(tmp_path, runtime=runtimes.RUNSC))) - set(
         schema["required"])
-    assert later == {"runtime", "engine_pids", "executor_user"}
+    assert later == {"runtime", "engine_pids", "executor_user", "tool_writable"}
     assert all("recorded before" in schema["properties"][k]["description"] for k in later)
 
 
