@@ -38,6 +38,7 @@ RUNNING, COMPLETE, REFUSED_ARMS = "running", "complete", "refused-arms"
 INTERRUPTED, FAILED, PRISTINE_CHANGED = "interrupted", "failed", "pristine-changed"
 STATUSES = (RUNNING, COMPLETE, REFUSED_ARMS, INTERRUPTED, FAILED, PRISTINE_CHANGED)
 FINISHED = (COMPLETE, REFUSED_ARMS)  # a run that ended with every cell it could run: scored
+_LATER_FACTS = ("userns", "rootless", "limits", "preparation")  # EngineRecord's, maybe unset
 
 logger = log.get(__name__)
 
@@ -83,9 +84,8 @@ class CorpusRecord:
 
 @dataclass
 class ArmRecord:
-    """One arm of the run: its image and spec, and once it ran, where and with what end.
-    `engine`, `state_bytes`, `refused` and `runtime` are absent (None) until the run sets
-    them."""
+    """One arm of the run: its image and spec, and once it ran, where and with what end
+    (`engine`, `state_bytes`, `refused`, `runtime`: absent, None, until the run sets them)."""
 
     image: str
     image_id: str | None
@@ -100,8 +100,7 @@ class ArmRecord:
     engine: str | None = None
     state_bytes: int | None = None
     refused: str | None = None
-    # The container runtime it ran under (orchestrator/runtimes.py), set when the run
-    # begins; absent in runs recorded before runtimes were declared, which ran under runc.
+    # Its container runtime (runtimes.py), set as the run begins; older runs ran runc.
     runtime: str | None = None
 
     def ended(self, *, state_bytes: int | None = None, refused: str | None = None) -> None:
@@ -195,19 +194,22 @@ class EngineRecord:
     storage_driver: str | None
     security_options: list[str] | None
     on_this_host: bool
-    # Whether it remaps its containers' ids, and how (userns.IdMap); None in a run recorded
-    # before it was.
+    # Whether it remaps its containers' ids, and how (userns.IdMap); whether it is rootless;
+    # the limits it enforces (engine_limits.facts). None in a run recorded before they were.
     userns: dict[str, Any] | None = None
+    rootless: bool | None = None
+    limits: dict[str, Any] | None = None
     preparation: Preparation | None = None
 
     @classmethod
     def from_facts(cls, facts: dict[str, Any]) -> EngineRecord:
         return cls(**{f.name: facts[f.name] for f in dataclasses.fields(cls)
-                      if f.name not in ("preparation", "userns")}, userns=facts.get("userns"))
+                      if f.name in facts or f.name not in _LATER_FACTS})
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name != "preparation" and (f.name != "userns" or self.userns is not None)}
+               if f.name != "preparation" and (f.name not in _LATER_FACTS
+                                               or getattr(self, f.name) is not None)}
         if self.preparation is not None:
             p = self.preparation
             out.update({"refused": p.refused, "images_imported_s": p.images_imported_s})
@@ -415,10 +417,8 @@ def new(*, run_id: str, the_suite: suite.Suite, planned: Sequence[PlannedArm],
                             tracked_files=info.tracked_files, languages=info.languages,
                             pristine_digest_before=pristine_digest),
         arms={a.name: arm_record(a, lock) for a in planned},
-        engine=EngineVersion(version=engine_version.get("Version"),
-                             api_version=engine_version.get("ApiVersion"),
-                             kernel=engine_version.get("KernelVersion"),
-                             os=engine_version.get("Os")),
+        engine=EngineVersion(*(engine_version.get(key) for key in
+                               ("Version", "ApiVersion", "KernelVersion", "Os"))),
         engines={f["id"]: EngineRecord.from_facts(f) for f in engines},
         host=Host.this(), user=user, deviations=deviations, resumes=[],
         bench_root=str(bench_root), exec_path=exec_path)
