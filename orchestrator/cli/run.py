@@ -112,8 +112,10 @@ def run(suite: str = SuiteName,
     else:
         typer.echo(f"run directory: {run_dir}")
     for name, why in refused.items():
-        typer.echo(f"arm {terminal(name)} refused: {terminal(why)}; fix: see every guard with "
-                   f"`sandbench sandbox check {terminal(name)}`, then: sandbench run "
-                   f"{terminal(suite)} --resume {terminal(run_dir)}", err=True)
+        # A refusal of the arm's engine carries its own fix; a guard's is found by a check.
+        fix = "" if why.startswith(engine_limits.GUARD + ":") else (
+            f"; fix: see every guard with `sandbench sandbox check {terminal(name)}`, then: "
+            f"sandbench run {terminal(suite)} --resume {terminal(run_dir)}")
+        typer.echo(f"arm {terminal(name)} refused: {terminal(why)}{fix}", err=True)
     if refused:
         raise typer.Exit(REFUSED_ARMS_EXIT)

@@ -95,6 +95,7 @@ def test_a_rootless_engine_on_cgroup_v1_is_refused_by_name_and_with_the_override
         assert "--accept-unbounded-limits" in why
         assert f"arm {arm} refused: engine_limits" in stderr
         assert not (run_dir / "cells" / arm).exists(), "a refused arm ran a command"
+    assert "sandbox check" not in stderr  # the engine's fix, not a guard's: no check finds it
     print(f"\nrefusal: exit {code} after {time.monotonic() - began:.0f} s\n{stderr}")
 
     code, _, stderr, run_dir = _run(bench, rootless.url, "--accept-unbounded-limits")
