@@ -120,10 +120,7 @@ class RootlessEngine:
                     self.proc.wait(timeout=30)
             self._end_leftovers()
         finally:
-            for _ in range(4):
-                if not (self._shared and _mounted(str(self.root))):
-                    break
-                subprocess.run(["umount", str(self.root)], check=False)
+            self._unmount_root()
             if self._tun_mode is not None:
                 os.chmod(TUN, self._tun_mode)
             remove_subids(self._subids)
@@ -131,16 +128,42 @@ class RootlessEngine:
                 subprocess.run(["userdel", USER], check=False)
 
     def _end_leftovers(self) -> None:
-        """Any process still running as the dedicated user (the engine's own, it runs
-        nothing else) is ended by its pid."""
+        """Every process still running as the engine's user or one of its subordinate ids
+        (the engine's own and its containers': it runs nothing else) ended by its pid, until
+        none is left (at most 30 s): its namespace holds the root mount until then."""
         uid = self.uid
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
+        ours = range(SUBID_BASE, SUBID_BASE + SUBID_COUNT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            left = []
+            for entry in Path("/proc").iterdir():
                 try:
-                    if entry.stat().st_uid == uid:
-                        os.kill(int(entry.name), signal.SIGKILL)
-                except (FileNotFoundError, ProcessLookupError):
+                    if entry.name.isdigit() and (entry.stat().st_uid == uid
+                                                 or entry.stat().st_uid in ours):
+                        left.append(int(entry.name))
+                except FileNotFoundError:
                     continue
+            if not left:
+                return
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    continue
+            time.sleep(0.2)
+
+    def _unmount_root(self) -> None:
+        """The root's bind mount taken down: tried for a few seconds while the engine's last
+        processes go, then detached lazily (it holds nothing of the host's but this dir)."""
+        if not self._shared:
+            return
+        for _ in range(20):
+            if not _mounted(str(self.root)):
+                return
+            subprocess.run(["umount", str(self.root)], check=False, capture_output=True)
+            time.sleep(0.25)
+        if _mounted(str(self.root)):
+            subprocess.run(["umount", "--lazy", str(self.root)], check=False)
 
 
 @contextmanager

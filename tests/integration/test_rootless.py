@@ -47,6 +47,8 @@ def rootless(engine: Engine) -> Iterator[RootlessEngine]:
         pytest.fail("this test starts a rootless dockerd for a user of its own: run it as root")
     with rootless_dockerd() as daemon:
         yield daemon
+    # Stopped, it leaves nothing: no root mount, no directory, no process of its user.
+    assert not daemon.root.exists(), f"{daemon.root} left behind"
 
 
 def _grades(cells: list[dict]) -> dict[tuple[str, str], tuple]:
