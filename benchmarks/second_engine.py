@@ -89,32 +89,16 @@ class SecondEngine:
         if Path(f"/sys/class/net/{self.bridge}").exists():
             subprocess.run(["ip", "link", "delete", self.bridge], check=False)
 
-    def _subid_lines(self) -> list[tuple[Path, str]]:
-        # dockerd looks up both ranges by the user's name.
-        return [(Path(table), f"{REMAP_USER}:{REMAP_BASE}:{REMAP_COUNT}\n")
-                for table in ("/etc/subuid", "/etc/subgid")]
-
     def _add_subids(self) -> list[str]:
-        """The remap range in /etc/subuid and /etc/subgid (dockerd reads them as it starts),
-        each line added unless present (and then remembered as this engine's); the dockerd
-        argument that uses it."""
+        """The remap range in /etc/subuid and /etc/subgid (dockerd reads them as it starts);
+        the dockerd argument that uses it."""
         if not self.userns_remap:
             return []
-        for table, line in self._subid_lines():
-            present = table.read_text() if table.exists() else ""
-            if line not in present.splitlines(keepends=True):
-                with open(table, "a", encoding="utf-8") as fh:
-                    fh.write(("" if not present or present.endswith("\n") else "\n") + line)
-                self._subids_added.append((table, line))
+        self._subids_added += add_subids(REMAP_USER, REMAP_BASE, REMAP_COUNT)
         return [f"--userns-remap={REMAP_USER}:{REMAP_GROUP}"]
 
     def _remove_subids(self) -> None:
-        """Exactly the lines `_add_subids` wrote, nothing else of the tables."""
-        while self._subids_added:
-            table, line = self._subids_added.pop()
-            if table.exists():
-                kept = [x for x in table.read_text().splitlines(keepends=True) if x != line]
-                table.write_text("".join(kept))
+        remove_subids(self._subids_added)
 
     def _tls_arguments(self) -> list[str]:
         """A CA, a server certificate for 127.0.0.1 and a client certificate (Docker's
@@ -263,6 +247,29 @@ class SecondEngine:
             if not _mounted(data):
                 break
             subprocess.run(["umount", data], check=False)
+
+
+def add_subids(user: str, base: int, count: int) -> list[tuple[Path, str]]:
+    """`user`'s subordinate range in /etc/subuid and /etc/subgid (looked up by name), each
+    line added unless present; returns the lines this call wrote, for `remove_subids`."""
+    added = []
+    for table in (Path("/etc/subuid"), Path("/etc/subgid")):
+        line = f"{user}:{base}:{count}\n"
+        present = table.read_text() if table.exists() else ""
+        if line not in present.splitlines(keepends=True):
+            with open(table, "a", encoding="utf-8") as fh:
+                fh.write(("" if not present or present.endswith("\n") else "\n") + line)
+            added.append((table, line))
+    return added
+
+
+def remove_subids(added: list[tuple[Path, str]]) -> None:
+    """Exactly the lines `add_subids` wrote, nothing else of the tables (emptied as it goes)."""
+    while added:
+        table, line = added.pop()
+        if table.exists():
+            table.write_text("".join(x for x in table.read_text().splitlines(keepends=True)
+                                     if x != line))
 
 
 def _make_certificates(certs: Path) -> None:

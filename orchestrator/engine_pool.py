@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from orchestrator import guards, log, userns
+from orchestrator import engine_limits, guards, log, userns
 from orchestrator.engine import Engine, engine_address, tls_config
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.images import ImageLock, transfer
@@ -107,8 +107,10 @@ def facts(engine: Engine, url: str) -> dict[str, Any]:
             "cores": info.get("NCPU"), "memory_bytes": info.get("MemTotal"),
             "storage_driver": info.get("Driver"), "security_options": info.get("SecurityOptions"),
             "on_this_host": on_this_host(url),
-            # Whether it remaps its containers' ids; the mapping is read by learn_ids.
-            "userns": {"remap": userns.remaps(info)}}
+            # Whether it remaps its containers' ids (userns-remap, or rootless); the mapping
+            # is read by learn_ids.
+            "userns": {"remap": userns.remaps(info)}, "rootless": userns.rootless(info),
+            "limits": engine_limits.facts(info)}
 
 
 def learn_ids(member: Member, settings: Settings, user: str, run_id: str) -> None:
@@ -120,11 +122,12 @@ def learn_ids(member: Member, settings: Settings, user: str, run_id: str) -> Non
     if not found.get("remap") or "uid_map" in found:
         return
     if not member.local:
-        raise SandbenchError(f"engine {member.url} remaps its containers' ids (userns-remap)",
+        raise SandbenchError(f"engine {member.url} remaps its containers' ids (userns-remap "
+                             "or rootless)",
                              why="the mapping is read from /proc of the engine's host, and "
                                  "the files of an engine of another host are made there",
-                             fix="run its arms on an engine without userns-remap, or on this "
-                                 "host's")
+                             fix="run its arms on a rootful engine without userns-remap, or "
+                                 "on this host's")
     ids = userns.probe(member.engine, ImageLock.load(settings.images_lock).image_id("base"),
                        user, run_id)
     found.update(ids.to_json())

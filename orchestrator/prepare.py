@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator import cells, corpus, engine_pool, log, placement, run_document, workfs
+from orchestrator import (cells, corpus, engine_limits, engine_pool, log, placement,
+                          run_document, workfs)
 from orchestrator.errors import GuardViolation, InputError
 from orchestrator.fsutil import atomic_write_json, read_json
 from orchestrator.images import ImageLock
@@ -121,6 +122,9 @@ def _prepare_arm(r: _Run, a: ArmPlan) -> Prepared:
     member = r.member(a.name)
     place = placement.for_arm(member, a.name, r.run_dir / "work" / a.name,
                               r.settings.bench_root / "transfer")
+    if (why := engine_limits.refusal(member.facts, r.accept_unbounded_limits)) is not None:
+        logger.error("arm_refused", arm=a.name, why=why)
+        return Prepared(a, place, None, None, why, ExitStack())
     sizes = workfs.sizes(a.spec.limits, r.corpus_bytes)
     kept = _kept(r, a, place, sizes)
     setup = r.run_dir / "cells" / a.name / SETUP_CELL

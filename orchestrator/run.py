@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import (arms, cells, cleanup, corpus, engine_pool, images, log, line_index,
-                          preflight, prepare, rundir, run_document, runtimes, suite, workfs)
+from orchestrator import (arms, cells, cleanup, corpus, engine_limits, engine_pool, images, log,
+                          line_index, preflight, prepare, rundir, run_document, runtimes, suite,
+                          workfs)
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError, InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_text
@@ -160,6 +161,7 @@ class _Run:
     # The run's engines by id, and the engine each arm runs on (engine_pool.place).
     members: dict[str, engine_pool.Member] = field(default_factory=dict)
     engine_of: dict[str, str] = field(default_factory=dict)
+    accept_unbounded_limits: bool = False  # arms run on an engine that cannot enforce limits
 
     def member(self, arm: str) -> engine_pool.Member:
         return self.members[self.engine_of[arm]]
@@ -200,13 +202,15 @@ def _bench_full(r: _Run, exc: OSError) -> SandbenchError | None:
 def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path | None = None,
             jobs: int = 1, only: list[str] | None = None, progress: Progress | None = None,
             exec_path: str | None = None, members: list[engine_pool.Member] | None = None,
-            on_refused: str = engine_pool.STOP, runtime: str | None = None) -> Path:
+            on_refused: str = engine_pool.STOP, runtime: str | None = None,
+            accept_unbounded_limits: bool = False) -> Path:
     """Run (or resume) a suite; returns the run directory. `exec_path` (resident unless
     given; a resume keeps the run's own) says how every command reaches its container.
     `members` (engine_pool.connect) spreads the arms over several engines, each made ready
     (images, pre-flight guards) before an arm runs there; without it every arm runs on
     `engine`. `runtime` runs every arm under that container runtime instead of the suite's
-    (a resume keeps the run's own)."""
+    (a resume keeps the run's own). An engine that cannot enforce the arms' limits has its
+    arms refused unless `accept_unbounded_limits` (engine_limits)."""
     if runtime is not None and runtime not in runtimes.RUNTIMES:
         raise InputError.bad_value("--runtime", "--runtime", f"one of {list(runtimes.RUNTIMES)}",
                                    runtime)
@@ -222,12 +226,16 @@ def execute(engine: Engine, settings: Settings, suite_name: str, *, resume: Path
     pin, pristine = _verified_corpus(settings, the_plan.suite)
     r, data = _open_run(engine, settings, the_plan, pin, pristine, resume, progress, exec_path,
                         members, runtime)
+    r.accept_unbounded_limits = accept_unbounded_limits
     with _status_on_failure(r, data):
         run_document.write(r.run_dir, data)
         _save_pin_lines(r)
         prepare.place_and_prepare(r, data, on_refused)
         for a in the_plan.available:
             data.arms[a.name].engine = r.engine_of[a.name]
+        if accept_unbounded_limits:
+            engine_limits.note_accepted(data.deviations,
+                                        [r.member(a.name).facts for a in the_plan.available])
         run_document.write(r.run_dir, data)
         for a, outcome in zip(the_plan.available, _run_arms(r, jobs), strict=True):
             data.arms[a.name].ended(**outcome)

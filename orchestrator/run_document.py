@@ -84,9 +84,8 @@ class CorpusRecord:
 
 @dataclass
 class ArmRecord:
-    """One arm of the run: its image and spec, and once it ran, where and with what end.
-    `engine`, `state_bytes`, `refused` and `runtime` are absent (None) until the run sets
-    them."""
+    """One arm of the run: its image and spec, and once it ran, where and with what end
+    (`engine`, `state_bytes`, `refused`, `runtime`: absent, None, until the run sets them)."""
 
     image: str
     image_id: str | None
@@ -101,8 +100,7 @@ class ArmRecord:
     engine: str | None = None
     state_bytes: int | None = None
     refused: str | None = None
-    # The container runtime it ran under (orchestrator/runtimes.py), set when the run
-    # begins; absent in runs recorded before runtimes were declared, which ran under runc.
+    # Its container runtime (runtimes.py), set as the run begins; older runs ran runc.
     runtime: str | None = None
 
     def ended(self, *, state_bytes: int | None = None, refused: str | None = None) -> None:
@@ -358,10 +356,8 @@ def new(*, run_id: str, the_suite: suite.Suite, planned: Sequence[PlannedArm],
                             tracked_files=info.tracked_files, languages=info.languages,
                             pristine_digest_before=pristine_digest),
         arms={a.name: arm_record(a, lock) for a in planned},
-        engine=EngineVersion(version=engine_version.get("Version"),
-                             api_version=engine_version.get("ApiVersion"),
-                             kernel=engine_version.get("KernelVersion"),
-                             os=engine_version.get("Os")),
+        engine=EngineVersion(*(engine_version.get(key) for key in
+                               ("Version", "ApiVersion", "KernelVersion", "Os"))),
         engines={f["id"]: EngineRecord.from_facts(f) for f in engines},
         host=Host.this(), user=user, deviations=deviations, resumes=[],
         bench_root=str(bench_root), exec_path=exec_path)

@@ -10,6 +10,7 @@ from typing import Any
 # The placement whose engine makes the arms' file systems (placement.engine_made.KIND): the
 # run's work volume and helper path there are recorded.
 ENGINE_MADE = "engine-made"
+_LATER_FACTS = ("userns", "rootless", "limits", "preparation")  # EngineRecord's, maybe unset
 
 
 @dataclass
@@ -48,19 +49,22 @@ class EngineRecord:
     storage_driver: str | None
     security_options: list[str] | None
     on_this_host: bool
-    # Whether it remaps its containers' ids, and how (userns.IdMap); None in a run recorded
-    # before it was.
+    # Whether it remaps its containers' ids, and how (userns.IdMap); whether it is rootless;
+    # the limits it enforces (engine_limits.facts). None in a run recorded before they were.
     userns: dict[str, Any] | None = None
+    rootless: bool | None = None
+    limits: dict[str, Any] | None = None
     preparation: Preparation | None = None
 
     @classmethod
     def from_facts(cls, facts: dict[str, Any]) -> EngineRecord:
         return cls(**{f.name: facts[f.name] for f in dataclasses.fields(cls)
-                      if f.name not in ("preparation", "userns")}, userns=facts.get("userns"))
+                      if f.name in facts or f.name not in _LATER_FACTS})
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name != "preparation" and (f.name != "userns" or self.userns is not None)}
+               if f.name != "preparation" and (f.name not in _LATER_FACTS
+                                               or getattr(self, f.name) is not None)}
         if self.preparation is not None:
             p = self.preparation
             out.update({"refused": p.refused, "images_imported_s": p.images_imported_s})

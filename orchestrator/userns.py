@@ -1,13 +1,14 @@
-"""An engine that remaps its containers' ids (`dockerd --userns-remap`): container uid U is
-host uid BASE+U, so what sandbench makes on this host for a container user (the corpus copy,
-the writable mounts, a HOME) must be owned by the host's ids of that user, while the
-container still sees its own.
+"""An engine that remaps its containers' ids (`dockerd --userns-remap`, or a rootless engine,
+whose containers live in its user's namespace): container uid U is a host uid of its range,
+so what sandbench makes on this host for a container user (the corpus copy, the writable
+mounts, a HOME) must be owned by the host's ids of that user, while the container still
+sees its own.
 
-`docker info` says whether an engine remaps (`name=userns` among its security options); the
-mapping itself is read where the kernel keeps it, from a probe container the engine started
-(`/proc/PID/uid_map` and `gid_map` of its PID 1 on this host), never guessed from
-/etc/subuid or daemon.json. It is decided once per engine and recorded in run.json's engine
-entry (`userns`).
+`docker info` says whether an engine remaps (`name=userns` or `name=rootless` among its
+security options); the mapping itself is read where the kernel keeps it, from a probe
+container the engine started (`/proc/PID/uid_map` and `gid_map` of its PID 1 on this host),
+never guessed from /etc/subuid or daemon.json. It is decided once per engine and recorded in
+run.json's engine entry (`userns`; `rootless` beside it).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from orchestrator import labels as lb
 from orchestrator.engine import Engine
 from orchestrator.errors import SandbenchError
 
-SECURITY_OPTION = "name=userns"
+SECURITY_OPTION, ROOTLESS_OPTION = "name=userns", "name=rootless"
 # The kernel holds at most 340 lines per map (user_namespaces(7)), each under 40 bytes.
 MAP_LINES, MAP_BYTES = 340, 16 << 10
 PROBE_SECONDS = 30
@@ -31,7 +32,12 @@ Range = tuple[int, int, int]  # (first id inside, first id on the host, how many
 
 def remaps(info: Mapping[str, Any]) -> bool:
     """Whether `docker info` says the engine runs its containers in a user namespace."""
-    return SECURITY_OPTION in (info.get("SecurityOptions") or [])
+    return SECURITY_OPTION in (info.get("SecurityOptions") or []) or rootless(info)
+
+
+def rootless(info: Mapping[str, Any]) -> bool:
+    """Whether `docker info` says the engine runs as an unprivileged user (rootless)."""
+    return ROOTLESS_OPTION in (info.get("SecurityOptions") or [])
 
 
 def parse(text: str, where: str) -> tuple[Range, ...]:
@@ -140,7 +146,8 @@ def probe(engine: Engine, image_id: str, user: str, run_id: str) -> IdMap:
                              why=f"process {pid} may no longer be the probe's",
                              fix="run again; check the engine's log")
     if not own:
-        raise SandbenchError("the engine says userns-remap, but its container runs in this "
-                             "host's user namespace", why=f"/proc/{pid}/ns/user is the host's",
+        raise SandbenchError("the engine says userns-remap or rootless, but its container runs "
+                             "in this host's user namespace",
+                             why=f"/proc/{pid}/ns/user is the host's",
                              fix="check the engine's --userns-remap setting")
     return ids

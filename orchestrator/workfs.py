@@ -90,7 +90,8 @@ def require_root(work: Path) -> None:
             why=f"sandbench gives each of /corpus, /state and /out a file system of its own "
                 f"under {work}, so that no tool can fill the bench root's disk; it never runs "
                 "an arm on plain, unbounded directories",
-            fix="run sandbench as root (the Docker engine it drives is root-equivalent anyway)",
+            fix="run sandbench as root; a user who is not root gets file systems the engine "
+                "makes instead (placement engine-made), never this placement",
             path=str(work))
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from orchestrator import engine_pool
+from orchestrator import engine_limits, engine_pool
 from orchestrator import placement as placement_mod
 from orchestrator import run as run_mod
 from orchestrator import run_document
@@ -32,6 +32,7 @@ class Options:
     insecure_engine: bool
     on_engine_refused: str
     runtime: str | None = None  # --runtime: every arm's container runtime
+    accept_unbounded_limits: bool = False  # an engine that cannot enforce limits runs its arms
 
 
 def option_problems(opts: Options) -> list[Problem]:
@@ -59,13 +60,14 @@ def dry_run(cfg: Settings, opts: Options, as_json: bool) -> None:
         if members:
             placement = attempt(problems, lambda: engine_pool.place(
                 [a.name for a in the_plan.available], members)) or {}
-        _show(the_plan, members, placement, as_json, problems)
+        _show(the_plan, members, placement, as_json, problems, opts.accept_unbounded_limits)
     if problems:
         raise could_not_start(problems)
 
 
 def _show(the_plan: run_mod.Plan, members: list[engine_pool.Member],
-          placement: dict[str, str], as_json: bool, problems: list[Problem]) -> None:
+          placement: dict[str, str], as_json: bool, problems: list[Problem],
+          accept_unbounded_limits: bool) -> None:
     urls = {m.id: m.url for m in members}
     rows = [{"arm": a.name, "image": a.spec.image, "image_id": (a.image_id or "")[:19],
              "cells": len(a.cells), "status": a.unavailable or "available",
@@ -76,7 +78,9 @@ def _show(the_plan: run_mod.Plan, members: list[engine_pool.Member],
                     "host": "this" if m.local else "another",
                     "placement": placement_mod.kind_of(m).name,
                     "userns_remap": bool(m.facts.get("userns", {}).get("remap")),
-                    "status": m.refused or "usable"} for m in members]
+                    # An engine that cannot enforce the arms' limits: its arms are refused.
+                    "status": m.refused or engine_limits.refusal(
+                        m.facts, accept_unbounded_limits) or "usable"} for m in members]
     if as_json:
         emit_json({"suite": the_plan.suite.name, "arms": rows,
                    "total_cells": the_plan.total_cells, "missing": list(the_plan.missing),

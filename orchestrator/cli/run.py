@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from orchestrator import engine_pool, run_document, runtimes
+from orchestrator import engine_limits, engine_pool, run_document, runtimes
 from orchestrator import run as run_mod
 from orchestrator.cli import progress
 from orchestrator.cli._common import BenchRoot, Json, SuiteName, emit_json, settings
@@ -75,6 +75,12 @@ def run(suite: str = SuiteName,
                                              "runc (the host's kernel) or runsc (gVisor's), "
                                              "instead of the suite's [runtime] choice (runc "
                                              "unless it says). A resume keeps the run's own."),
+        accept_unbounded_limits: bool = typer.Option(
+            False, engine_limits.ACCEPT_OPTION,
+            help="Run the arms of an engine that cannot enforce their memory, pids and CPU "
+                 "limits (rootless on cgroup v1, or cgroup v2 without delegated controllers) "
+                 "instead of refusing them; run.json and the disclosure say they ran "
+                 "without limits."),
         bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Run a sealed suite. Arms run one after another unless --jobs says otherwise. Exits 3,
     naming each refused arm and why on stderr, when the run finished with arms its isolation
@@ -84,7 +90,8 @@ def run(suite: str = SuiteName,
     if check_only:
         dry_run(cfg, Options(suite, arm, resume, exec_path_value, engine_urls, insecure_engine,
                              on_engine_refused.value,
-                             runtime.value if runtime is not None else None), as_json)
+                             runtime.value if runtime is not None else None,
+                             accept_unbounded_limits), as_json)
         return
     members = engine_pool.connect(engine_urls, insecure_engine) if engine_urls else None
     engine = members[0].engine if members else Engine.connect()
@@ -95,7 +102,8 @@ def run(suite: str = SuiteName,
                                   only=arm or None, progress=on_cell,
                                   exec_path=exec_path_value, members=members,
                                   on_refused=on_engine_refused.value,
-                                  runtime=runtime.value if runtime is not None else None)
+                                  runtime=runtime.value if runtime is not None else None,
+                                  accept_unbounded_limits=accept_unbounded_limits)
     finally:
         close()
     doc = run_document.read(run_dir)
@@ -105,8 +113,10 @@ def run(suite: str = SuiteName,
     else:
         typer.echo(f"run directory: {run_dir}")
     for name, why in refused.items():
-        typer.echo(f"arm {terminal(name)} refused: {terminal(why)}; fix: see every guard with "
-                   f"`sandbench sandbox check {terminal(name)}`, then: sandbench run "
-                   f"{terminal(suite)} --resume {terminal(run_dir)}", err=True)
+        # A refusal of the arm's engine carries its own fix; a guard's is found by a check.
+        fix = "" if why.startswith(engine_limits.GUARD + ":") else (
+            f"; fix: see every guard with `sandbench sandbox check {terminal(name)}`, then: "
+            f"sandbench run {terminal(suite)} --resume {terminal(run_dir)}")
+        typer.echo(f"arm {terminal(name)} refused: {terminal(why)}{fix}", err=True)
     if refused:
         raise typer.Exit(REFUSED_ARMS_EXIT)

@@ -281,7 +281,7 @@ def runsc_pids(run: Mapping[str, Any],
 
 
 def _remapped(run: Mapping[str, Any]) -> list[str]:
-    """One line per engine that remapped its containers' ids (userns-remap), by engine id:
+    """One line per engine that remapped its containers' ids (userns-remap, rootless), by id:
     the host ids its container uid and gid 0 were, as the run read them from the kernel."""
     found = run.get("engines")
     lines = []
@@ -291,8 +291,9 @@ def _remapped(run: Mapping[str, Any]) -> list[str]:
             continue
         uid, gid = (_listed([f"{a}-{a + n - 1} as {b}-{b + n - 1}" for a, b, n in ids[k]])
                     for k in ("uid_map", "gid_map"))
+        how = "a rootless engine" if e.get("rootless") else "userns-remap"
         lines.append(f"engine {engine_id} ran its containers in a user namespace of its own "
-                     f"(userns-remap): container uids {uid}, gids {gid} of the host; what an "
+                     f"({how}): container uids {uid}, gids {gid} of the host; what an "
                      "arm wrote is owned by those host ids")
     return lines
 
