@@ -12,6 +12,7 @@ copy and the helper are made through that engine by the engine agent (orchestrat
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -228,14 +229,21 @@ def bring_images(member: Member, sources: Iterable[Member], settings: Settings,
 
 
 def preflight(member: Member, settings: Settings, run_id: str, user: str, exec_path: str,
-              folder: Path) -> list[guards.GuardResult]:
+              folder: Path, accept_unbounded_limits: bool = False) -> list[guards.GuardResult]:
     """The guards verified on `member` exactly as for an arm, in a sandbox of the locked
-    base image with no mounts but the helper: what fails here is the engine's doing."""
+    base image with no mounts but the helper: what fails here is the engine's doing. An
+    engine that cannot enforce limits has none unless the user accepted that: its arms are
+    each refused by name (engine_limits) before any sandbox starts."""
+    unbounded = engine_limits.refusal(member.facts, False) is not None
+    if unbounded and not accept_unbounded_limits:
+        return []
     lock = ImageLock.load(settings.images_lock)
     helper, digest = lock.helper()
     helper_mount = placement.mounted_helper(member)
-    spec = make(run_id, None, image_id=lock.image_id("base"), tool_version="", user=user,
-                helper=HelperFile(helper_mount.source(helper), digest), exec_path=exec_path)
+    spec = dataclasses.replace(
+        make(run_id, None, image_id=lock.image_id("base"), tool_version="", user=user,
+             helper=HelperFile(helper_mount.source(helper), digest), exec_path=exec_path),
+        unbounded_limits_accepted=unbounded)
     with Sandbox(member.engine, spec, member.id, helper_mount) as box:
         return box.verify(folder)
 
@@ -243,7 +251,7 @@ def preflight(member: Member, settings: Settings, run_id: str, user: str, exec_p
 def prepare(members: Sequence[Member], engine_of: Mapping[str, str],
             images_of: Mapping[str, str],
             settings: Settings, run_id: str, user: str, exec_path: str, run_dir: Path,
-            on_refused: str) -> bool:
+            on_refused: str, accept_unbounded_limits: bool = False) -> bool:
     """Every engine that has arms placed on it made ready: its images present (and those
     its placement runs there), the run's place there opened, its pre-flight guards passed.
     Returns False when an engine was refused (its arms need another place), True when every
@@ -260,7 +268,7 @@ def prepare(members: Sequence[Member], engine_of: Mapping[str, str],
             learn_ids(member, settings, user, run_id)
             placement.open_engine(member, settings, run_id)
             preflight(member, settings, run_id, user, exec_path,
-                      run_dir / "engines" / member.id / "preflight")
+                      run_dir / "engines" / member.id / "preflight", accept_unbounded_limits)
         except GuardViolation as exc:
             refuse(member, f"guards failed in its pre-flight sandbox: {exc.why}", on_refused)
             return False

@@ -9,7 +9,9 @@ probe_writable), and these guards fail when a limit is absent or looser than the
 or a place is not the tool's to write: an outside guard alone never proves a limit.
 
 Runs recorded before these guards carry no `tool_writable` in their policy and are judged
-without them.
+without them. A sandbox on an engine that cannot enforce limits, run because the user
+accepted that (`--accept-unbounded-limits`, engine_limits), has its limits read and shown but
+not refused: the run's disclosure says its arms ran unbounded.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from orchestrator.isolation_values import Check
+from orchestrator.isolation_values import UNBOUNDED_ACCEPTED, Check
 
 WRITE_PROBE = ".sandbench-probe-writable"  # the file the probe creates and removes
 _NUMBER = re.compile(r"\d{1,20}")
@@ -141,7 +143,11 @@ def checks(values: dict[str, Any], facts: dict[str, Any], gvisor: bool,
         return []
     cgroup = facts.get("cgroup")
     cgroup = cgroup if isinstance(cgroup, dict) else {}
-    return [_memory(values["memory_bytes"], cgroup, gvisor),
-            _pids(values["pids"], cgroup, gvisor, kernel_is_gvisor),
-            _cpus(values["nano_cpus"], cgroup),
-            _writable(list(dirs), facts)]
+    limits = [_memory(values["memory_bytes"], cgroup, gvisor),
+              _pids(values["pids"], cgroup, gvisor, kernel_is_gvisor),
+              _cpus(values["nano_cpus"], cgroup)]
+    if values.get(UNBOUNDED_ACCEPTED) is True:  # read and shown, not refused: see the key
+        limits = [(guard, f"{expected}, or unbounded as the user accepted "
+                   f"(--accept-unbounded-limits)", found, True)
+                  for guard, expected, found, _ in limits]
+    return [*limits, _writable(list(dirs), facts)]

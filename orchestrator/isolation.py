@@ -24,7 +24,8 @@ from orchestrator import labels, runtimes
 from orchestrator.isolation_values import (
     COMPOSE_HELPER, Check, EXECUTOR_CAPS, EXECUTOR_USER, HELPER_IDLE, HELPER_PATH, HELPER_SERVE,
     HOST_NAMESPACES, K8S_LISTS, K8S_MANAGED_BY, K8S_PLACES, NODE_HELPER_DIR, NO_OPT_OUT,
-    PER_RUN_LABELS, RESIDENT, SHA256_HEX, Setting, UNCONFINED, View, nothing)
+    PER_RUN_LABELS, RESIDENT, SHA256_HEX, Setting, UNBOUNDED_ACCEPTED, UNCONFINED, View,
+    nothing)
 
 if TYPE_CHECKING:  # the policy and the spec only arrive as arguments
     from orchestrator.guards import GuardPolicy
@@ -265,7 +266,9 @@ SETTINGS: tuple[Setting, ...] = (
                  None)],
             inside=("memory_in_force",),
             record=lambda limits, _: {"memory_bytes": limits.memory_bytes},
-            policy=lambda s: {"memory_bytes": s.limits.memory_bytes},
+            policy=lambda s: {"memory_bytes": s.limits.memory_bytes,
+                              **({UNBOUNDED_ACCEPTED: True} if s.unbounded_limits_accepted
+                                 else {})},
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"resources": {"memory": str(s.limits.memory_bytes)}}),
     # Kubernetes has no per-pod pids limit: the annotation states what the node's

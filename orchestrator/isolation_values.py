@@ -35,6 +35,9 @@ COMPOSE_USER = "${SANDBENCH_USER:-65532:65532}"
 # two capabilities that start a command as the tool's uid; the tool is the run's non-root
 # uid with none (images/base/sandbench-exec.c, "Two uids"). The mask is the two bits as
 # /proc/PID/status prints the sets (CAP_SETGID 6, CAP_SETUID 7).
+# The policy key of a sandbox whose engine cannot enforce its limits, run because the user
+# accepted that (--accept-unbounded-limits): its inside limit guards report, never refuse.
+UNBOUNDED_ACCEPTED = "unbounded_limits_accepted"
 EXECUTOR_USER = "0:0"
 EXECUTOR_CAPS = ("SETGID", "SETUID")
 EXECUTOR_CAP_MASK = (1 << 6) | (1 << 7)

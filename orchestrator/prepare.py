@@ -48,7 +48,8 @@ def place_and_prepare(r: _Run, data: RunDoc, on_refused: str) -> None:
     while True:
         r.engine_of = engine_pool.place(list(images_of), members, previous)
         ready = engine_pool.prepare(members, r.engine_of, images_of, r.settings, r.run_id,
-                                    default_user(), r.exec_path, r.run_dir, on_refused)
+                                    default_user(), r.exec_path, r.run_dir, on_refused,
+                                    r.accept_unbounded_limits)
         for m in members:
             data.engine_prepared(m.facts, m.refused, m.imported, placement.engine_facts(m))
         if ready:
@@ -144,7 +145,8 @@ def _prepare_arm(r: _Run, a: ArmPlan) -> Prepared:
                 r.pristine, r.pin, default_user(), a.spec.env.get("HOME", "")))
         spec = dataclasses.replace(
             place.sandbox_spec(lock, a.spec, r.run_id, default_user(), sizes, r.exec_path),
-            runtime=r.runtime_of[a.name])
+            runtime=r.runtime_of[a.name],  # accepted, or the arm was refused above:
+            unbounded_limits_accepted=engine_limits.refusal(member.facts, False) is not None)
         box = exits.enter_context(Sandbox(member.engine, spec, member.id, place.helper))
         try:
             box.verify(r.run_dir / "guards" / a.name)

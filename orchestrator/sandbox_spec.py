@@ -93,6 +93,9 @@ class SandboxSpec:
     workdir: str = "/"
     exec_path: str = RESIDENT
     runtime: str = runtimes.DEFAULT  # the engine's container runtime (orchestrator/runtimes.py)
+    # The user accepted that the engine does not enforce the limits (engine_limits): the
+    # inside guards then report the limits in force without refusing the sandbox.
+    unbounded_limits_accepted: bool = False
 
     @property
     def labels(self) -> dict[str, str]:

@@ -313,6 +313,7 @@ RUNS_GIT = {
     "benchmarks/split_cost.py": "an earlier helper source from this project's own history",
     "benchmarks/probe_cost.py": "an earlier helper source from this project's own history",
     "benchmarks/corpus_copy.py": "a repository it synthesises",
+    "benchmarks/docker_group.py": "this project's own checkout (its files, for another user)",
     "benchmarks/foreign_git_cost.py": "a repository it synthesises; this checkout (git archive)",
 }
 
