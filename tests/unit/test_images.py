@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import io
 import json
 import shutil
 import subprocess
+import tarfile
 import threading
 import time
 from pathlib import Path
 from types import ModuleType
+from typing import BinaryIO
 
 import pytest
 
@@ -212,13 +215,14 @@ def test_the_base_recipe_builds_the_helper_in_a_stage_of_its_own() -> None:
     assert not any(images.load_recipes(REPO / "images")[n].helper for n in ("rg", "probe"))
 
 
+ROOT_RECIPE = ("tool_version = ['x']\n[bootstrap]\nsuite = 'b'\nvariant = 'm'\n"
+               "source_date_epoch = 1\n")
+
+
 @pytest.mark.parametrize(("text", "key"), [
-    ("tool_version = ['x']\n[bootstrap]\nsuite = 'b'\nvariant = 'm'\n[helper]\nstage = 'h'\n",
-     "helper"),
-    ("tool_version = ['x']\n[bootstrap]\nsuite = 'b'\nvariant = 'm'\n[helper]\nstage = 'h'\n"
-     "path = 'relative'\n", "helper.path"),
-    ("tool_version = ['x']\ntarget = 'Not A Stage'\n[bootstrap]\nsuite = 'b'\nvariant = 'm'\n",
-     "target"),
+    (ROOT_RECIPE + "[helper]\nstage = 'h'\n", "helper"),
+    (ROOT_RECIPE + "[helper]\nstage = 'h'\npath = 'relative'\n", "helper.path"),
+    ("target = 'Not A Stage'\n" + ROOT_RECIPE, "target"),
 ])
 def test_a_bad_helper_or_target_names_the_key(tmp_path: Path, text: str, key: str) -> None:
     folder = tmp_path / "images" / "base"
@@ -277,43 +281,61 @@ def test_import_installs_the_helper_only_when_it_hashes_to_the_entry(tmp_path: P
 class _BootstrapEngine:
     """What images.build asks of an engine for the base recipe, with no engine."""
 
-    def image_id(self, ref: str) -> str | None:
-        return None  # no rootfs cached: the build bootstraps one
+    def __init__(self) -> None:
+        self.loaded: set[str] = set()
 
-    def import_tarball(self, tarball: Path, repository: str, tag: str) -> str:
-        assert tarball.is_file()
-        return "sha256:" + "1" * 64
+    def image_id(self, ref: str) -> str | None:
+        # no rootfs cached: the build bootstraps one, and finds it by its tag once loaded
+        return "sha256:" + "1" * 64 if ref in self.loaded else None
+
+    def load(self, archive: BinaryIO) -> None:
+        with tarfile.open(fileobj=archive) as tar:
+            manifest = tar.extractfile("manifest.json")
+            assert manifest is not None
+            self.loaded.update(json.load(manifest)[0]["RepoTags"])
 
     def inspect_image(self, ref: str) -> dict:
         return {"Size": 198_901_244}
 
 
+def fake_mmdebstrap(argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
+    """mmdebstrap's tar (argv[-2]) holding only a dpkg status of one installed package."""
+    assert what == "mmdebstrap" and env is not None and "SOURCE_DATE_EPOCH" in env
+    status = b"Package: dash\nStatus: install ok installed\nVersion: 0.5.12-2\n\n"
+    with tarfile.open(argv[-2], "w") as tar:
+        info = tarfile.TarInfo("./var/lib/dpkg/status")
+        info.size = len(status)
+        tar.addfile(info, io.BytesIO(status))
+
+
 def _offline_bootstrap(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The build module with a set mirror, no registry base image and every host tool found:
-    what a bootstrap of base needs before the test replaces the tools' runs."""
-    build_mod = importlib.import_module("orchestrator.images.build")
+    """The rootfs module with a set mirror, no registry base image, every host tool found
+    and root's mode: what a bootstrap of base needs before the test replaces the tools'
+    runs."""
+    rootfs_mod = importlib.import_module("orchestrator.images.rootfs")
     monkeypatch.setenv("SANDBENCH_DEBIAN_MIRROR", "http://mirror.test/debian")
     monkeypatch.delenv("SANDBENCH_BASE_IMAGE", raising=False)
-    monkeypatch.setattr(build_mod.shutil, "which", lambda name: f"/usr/sbin/{name}")
-    return build_mod
+    monkeypatch.setattr(rootfs_mod, "host_tool", lambda name, package: f"/usr/bin/{name}")
+    monkeypatch.setattr(rootfs_mod, "bootstrap_mode", lambda: "root")
+    monkeypatch.setattr(rootfs_mod, "_host_output", lambda argv: "amd64")
+    monkeypatch.setattr(rootfs_mod, "run_host", fake_mmdebstrap)
+    return rootfs_mod
 
 
 def test_a_bootstrapped_images_build_seconds_include_its_bootstrap(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    build_mod = _offline_bootstrap(monkeypatch)
+    rootfs_mod = _offline_bootstrap(monkeypatch)
+    build_mod = importlib.import_module("orchestrator.images.build")
 
-    def host(argv: list[str], what: str) -> None:
-        if what == "debootstrap":
-            time.sleep(0.3)
-            Path(argv[-2]).mkdir()
-        else:
-            Path(argv[argv.index("-cf") + 1]).write_bytes(b"tar")
+    def host(argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
+        time.sleep(0.3)
+        fake_mmdebstrap(argv, what, env)
 
     def docker_build(*args: object, **kwargs: object) -> str:
         time.sleep(0.1)
         return "sha256:" + "2" * 64
 
-    monkeypatch.setattr(build_mod, "_run_host", host)
+    monkeypatch.setattr(rootfs_mod, "run_host", host)
     monkeypatch.setattr(build_mod, "_docker_build", docker_build)
     monkeypatch.setattr(build_mod, "_build_helper", lambda *a: {
         "path": "helper/sandbench-exec-000000000000", "sha256": "0" * 64, "size_bytes": 1})
@@ -346,13 +368,11 @@ def test_an_imported_base_is_kept_not_bootstrapped_again(
     """The lock and images of another host, imported: `images build` says up-to-date, as its
     --dry-run did, and bootstraps nothing; a base image named by SANDBENCH_BASE_IMAGE since
     is another base, and that builds."""
-    build_mod = _offline_bootstrap(monkeypatch)
+    rootfs_mod = _offline_bootstrap(monkeypatch)
+    build_mod = importlib.import_module("orchestrator.images.build")
     helper = tmp_path / "bench" / "helper" / "sandbench-exec-000000000000"
     helper.parent.mkdir(parents=True)
     helper.write_bytes(b"helper")
-    monkeypatch.setattr(build_mod, "_run_host", lambda argv, what: (
-        Path(argv[-2]).mkdir() if what == "debootstrap"
-        else Path(argv[argv.index("-cf") + 1]).write_bytes(b"tar")))
     monkeypatch.setattr(build_mod, "_docker_build", lambda *a, **k: "sha256:" + "2" * 64)
     monkeypatch.setattr(build_mod, "_build_helper", lambda *a: {
         "path": "helper/sandbench-exec-000000000000", "sha256": sha256_bytes(b"helper"),
@@ -364,7 +384,7 @@ def test_an_imported_base_is_kept_not_bootstrapped_again(
 
     def bootstrap(*args: object) -> None:
         raise AssertionError("bootstrapped again")
-    monkeypatch.setattr(build_mod, "_run_host", bootstrap)
+    monkeypatch.setattr(rootfs_mod, "run_host", bootstrap)
     imported = _ImportedEngine({entry["image_id"]})
     [planned] = images.build(None, settings, ["base"], dry_run=True)
     [outcome] = images.build(imported, settings, ["base"])  # type: ignore[arg-type]
@@ -382,23 +402,23 @@ def test_an_imported_base_is_kept_not_bootstrapped_again(
 
 
 def test_bootstrap_seconds_are_carried_over_while_the_engine_keeps_the_rootfs() -> None:
-    _bootstrap_seconds = importlib.import_module("orchestrator.images.build")._bootstrap_seconds
-    before = {"base": {"source": "debootstrap", "key": "k1", "bootstrap_seconds": 18.7}}
-    cached = {"source": "debootstrap", "key": "k1"}
-    assert _bootstrap_seconds(cached, before) == 18.7
-    assert cached["bootstrap_seconds"] == 18.7  # recorded again in the new entry
-    other = {"source": "debootstrap", "key": "k2"}
-    assert _bootstrap_seconds(other, before) == 0.0 and "bootstrap_seconds" not in other
-    assert _bootstrap_seconds({"source": "registry", "reference": "x"}, before) == 0.0
-    assert _bootstrap_seconds({}, None) == 0.0
+    carried_over = importlib.import_module("orchestrator.images.rootfs").carried_over
+    before = {"base": {"source": "mmdebstrap", "key": "k1", "bootstrap_seconds": 18.7,
+                       "tar_sha256": "a" * 64, "packages": 96, "packages_sha256": "b" * 64}}
+    cached = {"source": "mmdebstrap", "key": "k1"}
+    assert carried_over(cached, before) == 18.7
+    # recorded again in the new entry, with what checks the tree
+    assert cached == before["base"]
+    other = {"source": "mmdebstrap", "key": "k2"}
+    assert carried_over(other, before) == 0.0 and "bootstrap_seconds" not in other
+    assert carried_over({"source": "registry", "reference": "x"}, before) == 0.0
+    assert carried_over({}, None) == 0.0
 
 
 def test_jobs_build_siblings_at_once_each_after_its_parent_and_a_failure_stops_the_rest(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    build_mod = _offline_bootstrap(monkeypatch)
-    monkeypatch.setattr(build_mod, "_run_host", lambda argv, what: (
-        Path(argv[-2]).mkdir() if what == "debootstrap"
-        else Path(argv[argv.index("-cf") + 1]).write_bytes(b"tar")))
+    _offline_bootstrap(monkeypatch)
+    build_mod = importlib.import_module("orchestrator.images.build")
     events: list[tuple[str, str]] = []
     guard = threading.Lock()
     running: set[str] = set()
