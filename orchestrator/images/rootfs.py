@@ -1,6 +1,7 @@
 """The root file system a bootstrapped recipe builds FROM. Debian's mmdebstrap makes it as
-a tar (unshare mode for a user, with the subordinate ids of /etc/subuid and /etc/subgid;
-root mode for root: the same command and the same bytes either way), every timestamp fixed
+a tar in its unshare mode (one command for root and users: a user's adds a user namespace
+mapped to the user's ids of /etc/subuid and /etc/subgid; the bytes are the same), every
+timestamp fixed
 to the recipe's `source_date_epoch`. The engine gets it as an image archive whose config is
 fixed too (created = that epoch), loaded rather than imported (an import stamps the current
 time), so two hosts that bootstrap the same package versions get the same tar and the same
@@ -61,12 +62,14 @@ def host_tool(name: str, package: str) -> str:
 
 def subid_problem(user: str, uid: int, file: Path, text: str) -> str | None:
     """Why `file` (/etc/subuid or /etc/subgid, its `text`) gives `user` no range of at least
-    SUBIDS_NEEDED ids for mmdebstrap's unshare mode; None when it does."""
+    SUBIDS_NEEDED ids for mmdebstrap's unshare mode; None when it does. Read as mmdebstrap
+    reads it: the first line naming the user by name (a uid there is not looked for)."""
     for line in text.splitlines():
         fields = line.strip().split(":")
-        if len(fields) == 3 and fields[0] in (user, str(uid)) and fields[2].isdigit() \
-                and int(fields[2]) >= SUBIDS_NEEDED:
-            return None
+        if fields[0] == user:
+            if len(fields) == 3 and fields[2].isdigit() and int(fields[2]) >= SUBIDS_NEEDED:
+                return None
+            break
     return f"{file} has no range of {SUBIDS_NEEDED} ids for user {user!r} (uid {uid})"
 
 
@@ -87,17 +90,17 @@ def check_subids(uid: int, files: tuple[Path, ...] | None = None) -> None:
                     f"100000-165535 {user}", file=str(file), user=user)
 
 
-def bootstrap_mode() -> str:
-    """Root runs the chroot itself; a user maps it into a user namespace. mmdebstrap writes
-    the same tar in both modes."""
-    return "root" if os.geteuid() == 0 else "unshare"
+def as_user() -> bool:
+    """Whether the bootstrap maps a user namespace (not root): it needs newuidmap and the
+    user's subordinate ids."""
+    return os.geteuid() != 0
 
 
-def mmdebstrap_argv(tool: str, bootstrap: Bootstrap, mode: str, mirror: str,
-                    tarball: Path) -> list[str]:
-    """The bootstrap command. The host's resolv.conf and hostname, which mmdebstrap copies
-    in, are removed (the engine mounts its own): with them the tar would differ per host."""
-    return [tool, f"--mode={mode}", f"--variant={bootstrap.variant}", "--format=tar",
+def mmdebstrap_argv(tool: str, bootstrap: Bootstrap, mirror: str, tarball: Path) -> list[str]:
+    """The bootstrap command, the same for root and users. The host's resolv.conf and
+    hostname, which mmdebstrap copies in, are removed (the engine mounts its own): with them
+    the tar would differ per host."""
+    return [tool, "--mode=unshare", f"--variant={bootstrap.variant}", "--format=tar",
             "--customize-hook=rm -f \"$1/etc/resolv.conf\" \"$1/etc/hostname\"",
             bootstrap.suite, str(tarball), mirror]
 
@@ -192,38 +195,51 @@ def rootfs(engine: Engine, settings: Settings, recipe: Recipe) -> tuple[str, dic
 
 def bootstrap_image(engine: Engine, settings: Settings, boot: Bootstrap, mirror: str, ref: str,
                     info: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Bootstrap `boot` from `mirror` now (root mode as root, else unshare mode) and load it
-    into the engine as `ref`: its image id, and `info` with the tar's and packages' digests
-    and the seconds it took."""
+    """Bootstrap `boot` from `mirror` now and load it into the engine as `ref`: its image
+    id, and `info` with the tar's and packages' digests and the seconds it took."""
     tool = host_tool("mmdebstrap", "mmdebstrap")
-    if (mode := bootstrap_mode()) == "unshare":
+    if as_user():
         host_tool("newuidmap", "uidmap")
         check_subids(os.geteuid())
-    arch = ENGINE_ARCH.get(host_arch := _host_output(["dpkg", "--print-architecture"]))
-    if arch is None:
-        raise SandbenchError(f"no engine architecture known for Debian's {host_arch!r}",
-                             fix=f"one of {sorted(ENGINE_ARCH)}")
     scratch = settings.bench_root / "tmp"
     scratch.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(dir=scratch, prefix="rootfs-") as tmp:
-        tarball, archive = Path(tmp) / "rootfs.tar", Path(tmp) / "image.tar"
-        logger.info("bootstrap", suite=boot.suite, variant=boot.variant, mode=mode,
+        tarball = Path(tmp) / "rootfs.tar"
+        logger.info("bootstrap", suite=boot.suite, variant=boot.variant, as_user=as_user(),
                     mirror=mirror, source_date_epoch=boot.source_date_epoch)
-        run_host(mmdebstrap_argv(tool, boot, mode, mirror, tarball), "mmdebstrap",
-                 {"SOURCE_DATE_EPOCH": str(boot.source_date_epoch)})
-        packages = dpkg_manifest(tarball)
-        info = {**info, "tar_sha256": sha256_file(tarball),
-                "packages": len(packages.splitlines()),
-                "packages_sha256": sha256_bytes(packages.encode())}
+        run_host(mmdebstrap_argv(tool, boot, mirror, tarball), "mmdebstrap",
+                 bootstrap_env(boot))
+        rootfs_id, info = load_tarball(engine, tarball, ref, boot, info)
+    return rootfs_id, {**info, "bootstrap_seconds": round(time.monotonic() - started, 3)}
+
+
+def bootstrap_env(boot: Bootstrap) -> dict[str, str]:
+    return {"SOURCE_DATE_EPOCH": str(boot.source_date_epoch)}
+
+
+def load_tarball(engine: Engine, tarball: Path, ref: str, boot: Bootstrap,
+                 info: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Load mmdebstrap's tar as image `ref` (an archive written beside it): its image id, and
+    `info` with the tar's and packages' digests."""
+    arch = ENGINE_ARCH.get(host_arch := _host_output(["dpkg", "--print-architecture"]))
+    if arch is None:
+        raise SandbenchError(f"no engine architecture known for Debian's {host_arch!r}",
+                             fix=f"one of {sorted(ENGINE_ARCH)}")
+    packages = dpkg_manifest(tarball)
+    info = {**info, "tar_sha256": sha256_file(tarball), "packages": len(packages.splitlines()),
+            "packages_sha256": sha256_bytes(packages.encode())}
+    archive = tarball.with_name(f"{tarball.name}.image")
+    try:
         expected = write_image_archive(tarball, archive, ref, boot, arch)
         with open(archive, "rb") as fh:
             engine.load(fh)
-    rootfs_id = engine.image_id(ref)
-    if rootfs_id is None:
+    finally:
+        archive.unlink(missing_ok=True)
+    if (rootfs_id := engine.image_id(ref)) is None:
         raise EngineError(f"the engine loaded the root file system but has no {ref}",
                           why=f"the archive's config makes image {expected}")
-    return rootfs_id, {**info, "bootstrap_seconds": round(time.monotonic() - started, 3)}
+    return rootfs_id, info
 
 
 def carried_over(base_info: dict[str, Any], entry: dict[str, Any] | None) -> float:

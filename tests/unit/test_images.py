@@ -310,13 +310,13 @@ def fake_mmdebstrap(argv: list[str], what: str, env: dict[str, str] | None = Non
 
 def _offline_bootstrap(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """The rootfs module with a set mirror, no registry base image, every host tool found
-    and root's mode: what a bootstrap of base needs before the test replaces the tools'
+    and run as root: what a bootstrap of base needs before the test replaces the tools'
     runs."""
     rootfs_mod = importlib.import_module("orchestrator.images.rootfs")
     monkeypatch.setenv("SANDBENCH_DEBIAN_MIRROR", "http://mirror.test/debian")
     monkeypatch.delenv("SANDBENCH_BASE_IMAGE", raising=False)
     monkeypatch.setattr(rootfs_mod, "host_tool", lambda name, package: f"/usr/bin/{name}")
-    monkeypatch.setattr(rootfs_mod, "bootstrap_mode", lambda: "root")
+    monkeypatch.setattr(rootfs_mod, "as_user", lambda: False)
     monkeypatch.setattr(rootfs_mod, "_host_output", lambda argv: "amd64")
     monkeypatch.setattr(rootfs_mod, "run_host", fake_mmdebstrap)
     return rootfs_mod

@@ -57,9 +57,11 @@ def test_a_tool_off_the_path_is_named_with_its_folder_and_the_fix(
     (f"{ME}:100000:65535\n", False),  # too few for Debian's ids
     (f"{ME}:100000\n", False),
     (f"{ME}:100000:65536\n", True),
-    (f"other:1:65536\n{os.getuid()}:200000:70000\n", True),  # by uid
+    (f"other:1:65536\n{ME}:200000:70000\n", True),
+    (f"{os.getuid()}:200000:70000\n", False),  # mmdebstrap looks for the name only
+    (f"{ME}:1:10\n{ME}:200000:70000\n", False),  # and reads the first line naming it
 ])
-def test_a_subordinate_id_range_is_found_by_user_or_uid(text: str, ok: bool) -> None:
+def test_a_subordinate_id_range_is_found_as_mmdebstrap_finds_it(text: str, ok: bool) -> None:
     problem = rootfs.subid_problem(ME, os.getuid(), Path("/etc/subuid"), text)
     assert (problem is None) == ok
     if not ok:
@@ -82,18 +84,16 @@ def test_missing_subordinate_ids_are_one_error_naming_file_user_and_fix(tmp_path
     rootfs.check_subids(os.getuid(), (subuid, subgid))
 
 
-def test_the_command_differs_between_root_and_a_user_only_in_its_mode() -> None:
+def test_the_command_is_unshare_mode_without_the_hosts_own_files() -> None:
+    """One command for root and users (unshare mode; a user's maps its subordinate ids)."""
     out = Path("/b/rootfs.tar")
-    as_root = rootfs.mmdebstrap_argv("/usr/bin/mmdebstrap", BOOKWORM, "root", "http://m/d", out)
-    as_user = rootfs.mmdebstrap_argv("/usr/bin/mmdebstrap", BOOKWORM, "unshare", "http://m/d",
-                                     out)
-    assert as_root[-3:] == ["bookworm", str(out), "http://m/d"]
-    assert "--variant=minbase" in as_root and "--format=tar" in as_root
-    assert [a for a in as_root if a not in as_user] == ["--mode=root"]
-    assert [a for a in as_user if a not in as_root] == ["--mode=unshare"]
+    argv = rootfs.mmdebstrap_argv("/usr/bin/mmdebstrap", BOOKWORM, "http://m/d", out)
+    assert argv[:4] == ["/usr/bin/mmdebstrap", "--mode=unshare", "--variant=minbase",
+                        "--format=tar"]
+    assert argv[-3:] == ["bookworm", str(out), "http://m/d"]
     # the host's resolv.conf and hostname would make the tar differ per host
-    hook = next(a for a in as_root if a.startswith("--customize-hook="))
-    assert "etc/resolv.conf" in hook and "etc/hostname" in hook
+    [hook] = [a for a in argv if a.startswith("--customize-hook=")]
+    assert hook == '--customize-hook=rm -f "$1/etc/resolv.conf" "$1/etc/hostname"'
 
 
 def _tar(path: Path, body: bytes) -> Path:
@@ -179,7 +179,7 @@ def test_each_shipped_root_pins_its_epoch_and_the_key_follows_it() -> None:
 def test_a_users_bootstrap_without_subordinate_ids_stops_before_mmdebstrap(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rootfs, "host_tool", lambda name, package: f"/usr/bin/{name}")
-    monkeypatch.setattr(rootfs, "bootstrap_mode", lambda: "unshare")
+    monkeypatch.setattr(rootfs, "as_user", lambda: True)
     monkeypatch.setattr(rootfs, "SUBID_FILES", (tmp_path / "subuid", tmp_path / "subgid"))
     def ran(*args: object) -> None:
         raise AssertionError("mmdebstrap ran")
