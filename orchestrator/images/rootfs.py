@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator import log
+from orchestrator.engine.calls import is_transient
 from orchestrator.errors import EngineError, InputError, SandbenchError
 from orchestrator.fsutil import canonical_json, sha256_bytes, sha256_file
 from orchestrator.images.build_inputs import debian_mirror
@@ -234,6 +235,11 @@ def load_tarball(engine: Engine, tarball: Path, ref: str, boot: Bootstrap,
         expected = write_image_archive(tarball, archive, ref, boot, arch)
         with open(archive, "rb") as fh:
             engine.load(fh)
+    except EngineError as err:
+        # Never retried (the archive streams once): when the answer was lost on the way, the
+        # tag says whether the load happened.
+        if not is_transient(err.__cause__ or err) or engine.image_id(ref) is None:
+            raise
     finally:
         archive.unlink(missing_ok=True)
     if (rootfs_id := engine.image_id(ref)) is None:

@@ -12,11 +12,13 @@ import os
 import pwd
 import tarfile
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
+import requests
 
 from orchestrator import images
-from orchestrator.errors import InputError, SandbenchError
+from orchestrator.errors import EngineError, InputError, SandbenchError
 from orchestrator.images.recipes import Bootstrap
 from orchestrator.settings import Settings
 
@@ -188,3 +190,46 @@ def test_a_users_bootstrap_without_subordinate_ids_stops_before_mmdebstrap(
     with pytest.raises(SandbenchError) as caught:
         rootfs.bootstrap_image(None, settings, BOOKWORM, "http://m/d", "x/y:z", {})
     assert caught.value.data == {"file": str(tmp_path / "subuid"), "user": ME}
+
+
+class _LoadingEngine:
+    """An engine whose load fails as told, after (or without) loading the archive's image."""
+
+    def __init__(self, failure: BaseException, loaded: bool) -> None:
+        self.failure, self.loaded, self.refs = failure, loaded, set[str]()
+
+    def load(self, archive: BinaryIO) -> None:
+        with tarfile.open(fileobj=archive) as tar:
+            manifest = tar.extractfile("manifest.json")
+            assert manifest is not None
+            if self.loaded:
+                self.refs.update(json.load(manifest)[0]["RepoTags"])
+        raise EngineError("engine refused: load images") from self.failure
+
+    def image_id(self, ref: str) -> str | None:
+        return "sha256:" + "1" * 64 if ref in self.refs else None
+
+
+@pytest.mark.parametrize(("failure", "loaded", "kept"), [
+    (requests.exceptions.ReadTimeout("read timed out"), True, True),  # the answer was lost
+    (requests.exceptions.ReadTimeout("read timed out"), False, False),
+    (ValueError("not an image archive"), True, False),  # refused outright: not worth a look
+])
+def test_a_load_whose_answer_was_lost_is_found_by_its_tag(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: BaseException, loaded: bool,
+        kept: bool) -> None:
+    monkeypatch.setattr(rootfs, "_host_output", lambda argv: "amd64")
+    status = b"Package: dash\nStatus: install ok installed\nVersion: 1\n"
+    with tarfile.open(tmp_path / "rootfs.tar", "w") as tar:
+        info = tarfile.TarInfo("./var/lib/dpkg/status")
+        info.size = len(status)
+        tar.addfile(info, io.BytesIO(status))
+    engine = _LoadingEngine(failure, loaded)
+    if kept:
+        made_id, info_out = rootfs.load_tarball(engine, tmp_path / "rootfs.tar", "x/y:z",
+                                                BOOKWORM, {})
+        assert made_id == "sha256:" + "1" * 64 and info_out["packages"] == 1
+    else:
+        with pytest.raises(EngineError, match="load images"):
+            rootfs.load_tarball(engine, tmp_path / "rootfs.tar", "x/y:z", BOOKWORM, {})
+    assert [p.name for p in tmp_path.iterdir()] == ["rootfs.tar"]  # the archive is removed
