@@ -1,12 +1,12 @@
 """The root file system a bootstrapped recipe builds FROM. Debian's mmdebstrap makes it as
-a tar in its unshare mode (one command for root and users: a user's adds a user namespace
+a tar in its unshare mode (one command for root and users; a user's adds a user namespace
 mapped to the user's ids of /etc/subuid and /etc/subgid; the bytes are the same), every
-timestamp fixed
-to the recipe's `source_date_epoch`. The engine gets it as an image archive whose config is
-fixed too (created = that epoch), loaded rather than imported (an import stamps the current
-time), so two hosts that bootstrap the same package versions get the same tar and the same
-image id; the lock keeps the tar's sha256, the epoch and the package list's sha256 to check
-it. A digest-pinned registry image (SANDBENCH_BASE_IMAGE) replaces the bootstrap."""
+timestamp fixed to the recipe's `source_date_epoch`. The engine gets it as an image archive
+whose config is fixed too (created = that epoch), loaded rather than imported (an import
+stamps the current time), so two hosts that bootstrap the same package versions get the same
+tar and the same image id; the lock keeps the tar's sha256, the epoch and the package list's
+sha256 to check it. A digest-pinned registry image (SANDBENCH_BASE_IMAGE) replaces the
+bootstrap."""
 
 from __future__ import annotations
 
