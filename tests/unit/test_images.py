@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import io
 import json
 import shutil
 import subprocess
-import tarfile
 import threading
 import time
 from pathlib import Path
-from types import ModuleType
-from typing import BinaryIO
 
 import pytest
 
@@ -22,6 +18,7 @@ from orchestrator.errors import EngineError, InputError
 from orchestrator.fsutil import sha256_bytes
 from orchestrator.images import helper as host_helper
 from orchestrator.settings import Settings
+from tests.unit.test_images_bootstrap import BootstrapEngine, offline_bootstrap
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -278,146 +275,9 @@ def test_import_installs_the_helper_only_when_it_hashes_to_the_entry(tmp_path: P
     assert (settings.bench_root / helper["path"]).read_bytes() == b"real"
 
 
-class _BootstrapEngine:
-    """What images.build asks of an engine for the base recipe, with no engine."""
-
-    def __init__(self) -> None:
-        self.loaded: set[str] = set()
-
-    def image_id(self, ref: str) -> str | None:
-        # no rootfs cached: the build bootstraps one, and finds it by its tag once loaded
-        return "sha256:" + "1" * 64 if ref in self.loaded else None
-
-    def load(self, archive: BinaryIO) -> None:
-        with tarfile.open(fileobj=archive) as tar:
-            manifest = tar.extractfile("manifest.json")
-            assert manifest is not None
-            self.loaded.update(json.load(manifest)[0]["RepoTags"])
-
-    def inspect_image(self, ref: str) -> dict:
-        return {"Size": 198_901_244}
-
-
-def fake_mmdebstrap(argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
-    """mmdebstrap's tar (argv[-2]) holding only a dpkg status of one installed package."""
-    assert what == "mmdebstrap" and env is not None and "SOURCE_DATE_EPOCH" in env
-    status = b"Package: dash\nStatus: install ok installed\nVersion: 0.5.12-2\n\n"
-    with tarfile.open(argv[-2], "w") as tar:
-        info = tarfile.TarInfo("./var/lib/dpkg/status")
-        info.size = len(status)
-        tar.addfile(info, io.BytesIO(status))
-
-
-def _offline_bootstrap(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The rootfs module with a set mirror, no registry base image, every host tool found
-    and run as root: what a bootstrap of base needs before the test replaces the tools'
-    runs."""
-    rootfs_mod = importlib.import_module("orchestrator.images.rootfs")
-    monkeypatch.setenv("SANDBENCH_DEBIAN_MIRROR", "http://mirror.test/debian")
-    monkeypatch.delenv("SANDBENCH_BASE_IMAGE", raising=False)
-    monkeypatch.setattr(rootfs_mod, "host_tool", lambda name, package: f"/usr/bin/{name}")
-    monkeypatch.setattr(rootfs_mod, "as_user", lambda: False)
-    monkeypatch.setattr(rootfs_mod, "_host_output", lambda argv: "amd64")
-    monkeypatch.setattr(rootfs_mod, "run_host", fake_mmdebstrap)
-    return rootfs_mod
-
-
-def test_a_bootstrapped_images_build_seconds_include_its_bootstrap(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rootfs_mod = _offline_bootstrap(monkeypatch)
-    build_mod = importlib.import_module("orchestrator.images.build")
-
-    def host(argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
-        time.sleep(0.3)
-        fake_mmdebstrap(argv, what, env)
-
-    def docker_build(*args: object, **kwargs: object) -> str:
-        time.sleep(0.1)
-        return "sha256:" + "2" * 64
-
-    monkeypatch.setattr(rootfs_mod, "run_host", host)
-    monkeypatch.setattr(build_mod, "_docker_build", docker_build)
-    monkeypatch.setattr(build_mod, "_build_helper", lambda *a: {
-        "path": "helper/sandbench-exec-000000000000", "sha256": "0" * 64, "size_bytes": 1})
-    monkeypatch.setattr(build_mod, "read_manifests", lambda *a: {})
-    settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
-    [outcome] = images.build(_BootstrapEngine(), settings, ["base"])  # type: ignore[arg-type]
-    entry = images.ImageLock.load(settings.images_lock).images["base"]  # schema-checked
-    bootstrap = entry["base"]["bootstrap_seconds"]
-    assert bootstrap >= 0.3
-    # the 0.1 s build on top, to the millisecond both are rounded to
-    assert entry["build_seconds"] == outcome.seconds >= bootstrap + 0.1 - 0.002
-
-
-class _ImportedEngine(_BootstrapEngine):
-    """An engine another host's export was imported into: it holds the locked images (and
-    answers to their ids), but no root file system was ever bootstrapped or tagged there."""
-
-    def __init__(self, held: set[str]) -> None:
-        self.held, self.tagged = held, []  # type: ignore[var-annotated]
-
-    def image_id(self, ref: str) -> str | None:
-        return ref if ref in self.held else None
-
-    def tag(self, image_id: str, repository: str, tag: str) -> None:
-        self.tagged.append((image_id, f"{repository}:{tag}"))
-
-
-def test_an_imported_base_is_kept_not_bootstrapped_again(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The lock and images of another host, imported: `images build` says up-to-date, as its
-    --dry-run did, and bootstraps nothing; a base image named by SANDBENCH_BASE_IMAGE since
-    is another base, and that builds."""
-    rootfs_mod = _offline_bootstrap(monkeypatch)
-    build_mod = importlib.import_module("orchestrator.images.build")
-    helper = tmp_path / "bench" / "helper" / "sandbench-exec-000000000000"
-    helper.parent.mkdir(parents=True)
-    helper.write_bytes(b"helper")
-    monkeypatch.setattr(build_mod, "_docker_build", lambda *a, **k: "sha256:" + "2" * 64)
-    monkeypatch.setattr(build_mod, "_build_helper", lambda *a: {
-        "path": "helper/sandbench-exec-000000000000", "sha256": sha256_bytes(b"helper"),
-        "size_bytes": 6})
-    monkeypatch.setattr(build_mod, "read_manifests", lambda *a: {})
-    settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
-    images.build(_BootstrapEngine(), settings, ["base"])  # type: ignore[arg-type]
-    entry = images.ImageLock.load(settings.images_lock).images["base"]
-
-    def bootstrap(*args: object) -> None:
-        raise AssertionError("bootstrapped again")
-    monkeypatch.setattr(rootfs_mod, "run_host", bootstrap)
-    imported = _ImportedEngine({entry["image_id"]})
-    [planned] = images.build(None, settings, ["base"], dry_run=True)
-    [outcome] = images.build(imported, settings, ["base"])  # type: ignore[arg-type]
-    assert (planned.action, outcome.action) == ("up-to-date", "up-to-date")
-    assert outcome.image_id == entry["image_id"]
-    assert images.ImageLock.load(settings.images_lock).images["base"] == entry
-    assert imported.tagged == [(entry["image_id"], entry["tag"])]
-
-    registry = "debian@sha256:" + "3" * 64
-    monkeypatch.setenv("SANDBENCH_BASE_IMAGE", registry)
-    [planned] = images.build(None, settings, ["base"], dry_run=True)
-    [outcome] = images.build(_ImportedEngine({entry["image_id"], registry}), settings,
-                             ["base"])  # type: ignore[arg-type]
-    assert (planned.action, outcome.action) == ("would-build", "built")
-
-
-def test_bootstrap_seconds_are_carried_over_while_the_engine_keeps_the_rootfs() -> None:
-    carried_over = importlib.import_module("orchestrator.images.rootfs").carried_over
-    before = {"base": {"source": "mmdebstrap", "key": "k1", "bootstrap_seconds": 18.7,
-                       "tar_sha256": "a" * 64, "packages": 96, "packages_sha256": "b" * 64}}
-    cached = {"source": "mmdebstrap", "key": "k1"}
-    assert carried_over(cached, before) == 18.7
-    # recorded again in the new entry, with what checks the tree
-    assert cached == before["base"]
-    other = {"source": "mmdebstrap", "key": "k2"}
-    assert carried_over(other, before) == 0.0 and "bootstrap_seconds" not in other
-    assert carried_over({"source": "registry", "reference": "x"}, before) == 0.0
-    assert carried_over({}, None) == 0.0
-
-
 def test_jobs_build_siblings_at_once_each_after_its_parent_and_a_failure_stops_the_rest(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _offline_bootstrap(monkeypatch)
+    offline_bootstrap(monkeypatch)
     build_mod = importlib.import_module("orchestrator.images.build")
     events: list[tuple[str, str]] = []
     guard = threading.Lock()
@@ -452,7 +312,7 @@ def test_jobs_build_siblings_at_once_each_after_its_parent_and_a_failure_stops_t
     monkeypatch.setattr(build_mod, "read_manifests", lambda *a: {})
     settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
     names = ["rg", "ast-grep", "code-index-mcp"]
-    outcomes = images.build(_BootstrapEngine(), settings, names, jobs=3)  # type: ignore[arg-type]
+    outcomes = images.build(BootstrapEngine(), settings, names, jobs=3)  # type: ignore[arg-type]
     assert [o.name for o in outcomes] == ["base", "python", "ast-grep", "mcp",
                                           "code-index-mcp", "rg"]
     order = [name for kind, name in events if kind == "end"]
@@ -472,7 +332,7 @@ def test_jobs_build_siblings_at_once_each_after_its_parent_and_a_failure_stops_t
     assert lock.images["code-index-mcp"]["build_args"]["BASE"] == lock.images["mcp"]["image_id"]
     # A failed image's error is raised; its siblings' entries that finished are kept.
     with pytest.raises(EngineError, match="ctags"):
-        images.build(_BootstrapEngine(), Settings(project_root=REPO,  # type: ignore[arg-type]
+        images.build(BootstrapEngine(), Settings(project_root=REPO,  # type: ignore[arg-type]
                                                   bench_root=tmp_path / "b2"),
                      ["ctags", "rg"], jobs=2)
     assert "ctags" not in images.ImageLock.load(tmp_path / "b2" / "images.lock").images
