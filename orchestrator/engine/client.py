@@ -19,7 +19,7 @@ import docker
 import docker.tls
 
 from orchestrator.engine.calls import (DEFAULT_TIMEOUT_S, ENGINE_FAILURES, STREAM_TIMEOUT_S, T,
-                                       is_transient, retry_policy, translate)
+                                       retry_policy, translate)
 from orchestrator.engine.connection import (api_version, engine_address, own_trust,
                                             socket_denied, tls_config)
 from orchestrator.engine.streams import AttachChannel, ExecStream
@@ -115,19 +115,6 @@ class Engine:
     def pull(self, name: str, digest: str) -> None:
         """Pull a digest-pinned image (a repeat pulls nothing new)."""
         self._call(f"pull {name}@{digest}", self._api.pull, name, tag=digest)
-
-    def import_tarball(self, tarball: Path, repository: str, tag: str) -> str:
-        """`docker import` of a root file system tarball as `repository:tag`; its id.
-        Not retried: when the answer is lost, the tag says whether the import happened."""
-        ref = f"{repository}:{tag}"
-        try:
-            self._call(f"import {ref}", self._api.import_image_from_file, str(tarball),
-                       repository=repository, tag=tag, retry=False)
-        except EngineError as err:
-            if not is_transient(err.__cause__ or err) or (found := self.image_id(ref)) is None:
-                raise
-            return found
-        return self.inspect_image(ref)["Id"]
 
     def build(self, context: Path, *, tag: str | None, build_args: Mapping[str, str],
               labels: Mapping[str, str], target: str | None = None, offline: bool = False,

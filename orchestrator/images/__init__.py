@@ -10,7 +10,7 @@ images with their lock entries to another host (`transfer`). The timing helper i
 file the base recipe builds, mounted into every sandbox (`helper`).
 """
 
-from orchestrator.images.build import BUILD_DIR, BuildOutcome, build, rootfs
+from orchestrator.images.build import BUILD_DIR, BuildOutcome, build
 from orchestrator.images.build_inputs import (PROXY_VARS, debian_mirror, parse_artifacts,
                                              proxy_build_args)
 from orchestrator.images.helper import HELPER_DIR, helper_problem
@@ -18,6 +18,7 @@ from orchestrator.images.lock import ImageCheck, ImageLock, listing, share_lock,
 from orchestrator.images.prune import Pruned, data_root_free, parse_size, prune
 from orchestrator.images.recipes import (HelperBuild, Recipe, load_recipe, load_recipes,
                                          recipe_hash, select, tag_for)
+from orchestrator.images.rootfs import rootfs
 from orchestrator.images.transfer import export, import_
 
 __all__ = ["BUILD_DIR", "BuildOutcome", "HELPER_DIR", "HelperBuild", "ImageCheck", "ImageLock",

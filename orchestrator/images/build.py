@@ -1,4 +1,4 @@
-"""Building images: the root file system (debootstrap, then `docker import`, or a
+"""Building images: the root file system (`rootfs`: bootstrapped by mmdebstrap, or a
 digest-pinned base), each recipe FROM its parent's locked id, the timing helper copied out
 of its build stage, and the dpkg/pip manifests and tool version recorded in the lock. An
 image whose recipe hash is unchanged and which is present is never rebuilt."""
@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import shutil
-import subprocess
 import tarfile
 import tempfile
 import threading
@@ -24,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator import labels as lb
 from orchestrator import log
-from orchestrator.errors import EngineError, InputError, SandbenchError
-from orchestrator.fsutil import canonical_json, sha256_bytes, sha256_file
+from orchestrator.errors import EngineError, InputError
+from orchestrator.fsutil import sha256_bytes, sha256_file
 from orchestrator.images import helper as host_helper
 from orchestrator.images.build_stream import BuildStream, StageImages, remove_stage_images
-from orchestrator.images.build_inputs import build_ca_bundle, debian_mirror, proxy_build_args
+from orchestrator.images.build_inputs import build_ca_bundle, proxy_build_args
 from orchestrator.images.lock import ImageLock
 from orchestrator.images.manifests import read_manifests
-from orchestrator.images.recipes import (REPOSITORY, Bootstrap, Recipe, load_recipes,
-                                         recipe_hash, select, tag_for)
+from orchestrator.images.recipes import Recipe, load_recipes, recipe_hash, select, tag_for
+from orchestrator.images.rootfs import carried_over, rootfs
 from orchestrator.settings import Settings
 
 if TYPE_CHECKING:
@@ -40,72 +38,8 @@ if TYPE_CHECKING:
 
 BUILD_DIR = ".sandbench-build"
 ARTIFACT_DIR = "artifact"
-DIGEST_PINNED = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
 
 logger = log.get(__name__)
-
-
-def _bootstrap_key(bootstrap: Bootstrap, mirror: str) -> str:
-    return sha256_bytes(canonical_json({"suite": bootstrap.suite, "variant": bootstrap.variant,
-                                        "mirror": mirror}).encode())
-
-
-def rootfs(engine: Engine, settings: Settings, recipe: Recipe) -> tuple[str, dict[str, Any]]:
-    """The image the base recipe builds FROM: a digest-pinned registry image where the user
-    configured one, else a debootstrap tree imported into the engine (cached by its key).
-    A tree made here says how long debootstrap, tar and the import took
-    (`bootstrap_seconds`): part of what building the image costs."""
-    assert recipe.bootstrap is not None
-    if configured := os.environ.get("SANDBENCH_BASE_IMAGE"):
-        if not DIGEST_PINNED.match(configured):
-            raise InputError.bad_value("SANDBENCH_BASE_IMAGE", "SANDBENCH_BASE_IMAGE",
-                                       "name@sha256:<64 hex> (a floating tag is refused)",
-                                       configured)
-        if (base_id := engine.image_id(configured)) is None:
-            engine.pull(*configured.split("@", 1))
-            base_id = engine.inspect_image(configured)["Id"]
-        return base_id, {"source": "registry", "reference": configured}
-    mirror = debian_mirror()
-    key = _bootstrap_key(recipe.bootstrap, mirror)
-    tag = f"{REPOSITORY}/rootfs:{key[:12]}"
-    info = {"source": "debootstrap", "suite": recipe.bootstrap.suite,
-            "variant": recipe.bootstrap.variant, "mirror": mirror, "key": key}
-    if (rootfs_id := engine.image_id(tag)) is not None:
-        return rootfs_id, info
-    if shutil.which("debootstrap") is None:
-        raise SandbenchError("debootstrap is not installed",
-                             fix="apt-get install debootstrap (scripts/ensure-docker does)")
-    scratch = settings.bench_root / "tmp"
-    scratch.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(dir=scratch, prefix="rootfs-") as tmp:
-        tree, tarball = Path(tmp) / "tree", Path(tmp) / "rootfs.tar"
-        logger.info("bootstrap", suite=recipe.bootstrap.suite, variant=recipe.bootstrap.variant,
-                    mirror=mirror)
-        _run_host(["debootstrap", f"--variant={recipe.bootstrap.variant}",
-                   recipe.bootstrap.suite, str(tree), mirror], "debootstrap")
-        _run_host(["tar", "--numeric-owner", "-C", str(tree), "-cf", str(tarball), "."], "tar")
-        rootfs_id = engine.import_tarball(tarball, f"{REPOSITORY}/rootfs", key[:12])
-    return rootfs_id, {**info, "bootstrap_seconds": round(time.monotonic() - started, 3)}
-
-
-def _bootstrap_seconds(base_info: dict[str, Any], entry: dict[str, Any] | None) -> float:
-    """What the root file system cost: measured now, or, when the engine still held the tree
-    (cached by its key), as the lock recorded it for the same key; 0 without a bootstrap."""
-    if base_info.get("source") != "debootstrap":
-        return 0.0
-    if "bootstrap_seconds" not in base_info:
-        before = (entry or {}).get("base", {})
-        if before.get("key") == base_info["key"] and "bootstrap_seconds" in before:
-            base_info["bootstrap_seconds"] = before["bootstrap_seconds"]
-    return float(base_info.get("bootstrap_seconds", 0.0))
-
-
-def _run_host(argv: list[str], what: str) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stderr or proc.stdout).splitlines()[-5:])
-        raise SandbenchError(f"{what} failed with exit code {proc.returncode}", why=tail)
 
 
 def _build_context(recipe: Recipe, into: Path, artifact: Path | None) -> Path:
@@ -376,7 +310,7 @@ class _Builds:
         defer = recipe.helper is not None and self.defer_helpers
         helper = (_build_helper(engine, settings, recipe, build_args)
                   if recipe.helper is not None and not defer else None)
-        seconds = round(time.monotonic() - started + _bootstrap_seconds(base_info, entry), 3)
+        seconds = round(time.monotonic() - started + carried_over(base_info, entry), 3)
         size = engine.inspect_image(image_id)["Size"]
         self.save(recipe.name, {
             "recipe_hash": rhash, "image_id": image_id, "tag": tag, "parent": recipe.parent,

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from orchestrator.engine import Engine
 
 LOCK_VERSION = 1
+# A root file system made here, by the tool each lock version used.
+BOOTSTRAPPED = ("mmdebstrap", "debootstrap")
 
 
 @dataclass
@@ -137,7 +139,7 @@ def listing(engine: Engine | None, settings: Settings) -> list[dict[str, Any]]:
                      "tag": entry.get("tag", ""), "image_id": entry.get("image_id", ""),
                      "present": present, "size_bytes": entry.get("size_bytes"),
                      "build_seconds": entry.get("build_seconds"),
-                     "bootstrapped": entry.get("base", {}).get("source") == "debootstrap",
+                     "bootstrapped": entry.get("base", {}).get("source") in BOOTSTRAPPED,
                      "bootstrap_seconds": entry.get("base", {}).get("bootstrap_seconds"),
                      "tool_version": entry.get("tool_version", ""),
                      "description": recipe.description})

@@ -20,14 +20,19 @@ from orchestrator.fsutil import canonical_json, read_toml, sha256_bytes, sha256_
 REPOSITORY = "sandbench"
 RECIPE_KEYS = {"description", "parent", "tool_version", "bootstrap", "artifact", "target",
                "helper"}
-BOOTSTRAP_KEYS = {"suite", "variant"}
+BOOTSTRAP_KEYS = {"suite", "variant", "source_date_epoch"}
 HELPER_KEYS = {"stage", "path"}
 
 
 @dataclass(frozen=True)
 class Bootstrap:
+    """What mmdebstrap is given. `source_date_epoch` is every timestamp in the tree and the
+    image's `created`: a recipe input, so every host that builds the recipe uses the same
+    one (a clock, or the mirror's Release date, differs between hosts and hours)."""
+
     suite: str
     variant: str
+    source_date_epoch: int
 
 
 @dataclass(frozen=True)
@@ -91,10 +96,14 @@ def load_recipe(path: Path) -> Recipe:
         table = data["bootstrap"]
         _require(isinstance(table, dict) and set(table) == BOOTSTRAP_KEYS, toml_path,
                  "bootstrap", f"a table with exactly {sorted(BOOTSTRAP_KEYS)}", table)
-        for key in sorted(BOOTSTRAP_KEYS):
+        for key in ("suite", "variant"):
             _require(isinstance(table[key], str) and re.fullmatch(r"[a-z0-9-]+", table[key])
                      is not None, toml_path, f"bootstrap.{key}", "a Debian name", table[key])
-        bootstrap = Bootstrap(suite=table["suite"], variant=table["variant"])
+        epoch = table["source_date_epoch"]
+        _require(type(epoch) is int and 0 < epoch < 2**32, toml_path,
+                 "bootstrap.source_date_epoch", "seconds since 1970 (a positive integer)", epoch)
+        bootstrap = Bootstrap(suite=table["suite"], variant=table["variant"],
+                              source_date_epoch=epoch)
     _require((parent is None) == (bootstrap is not None), toml_path, "parent",
              "a parent recipe, or a [bootstrap] table for the root image", parent)
     artifact = data.get("artifact")

@@ -115,9 +115,9 @@ def test_an_imported_base_is_kept_by_the_next_build(bench: Settings, second_engi
     imported = _invoke("images", "import", str(archive), "--bench-root", str(other))
     assert imported.exit_code == 0, imported.output
 
-    def host_tool(argv: list[str], what: str) -> None:
+    def host_tool(argv: list[str], what: str, env: object = None) -> None:
         raise AssertionError(f"{what} ran: the imported base was bootstrapped again")
-    monkeypatch.setattr(importlib.import_module("orchestrator.images.build"), "_run_host",
+    monkeypatch.setattr(importlib.import_module("orchestrator.images.rootfs"), "run_host",
                         host_tool)
     for dry_run in (["--dry-run"], []):
         result = _invoke("images", "build", "base", "--json", *dry_run, "--bench-root",

@@ -81,7 +81,6 @@ class FakeApi:
         self.made: dict[str, dict[str, str]] = {}
         self.images: dict[str, str] = {}
         self.calls: list[str] = []
-        self.fail_imports: list[BaseException] = []
 
     def containers(self, all: bool, filters: dict[str, str]) -> list[dict[str, Any]]:  # noqa: A002
         self.calls.append("containers")
@@ -97,11 +96,6 @@ class FakeApi:
         if ref not in self.images:
             raise docker.errors.NotFound(f"no such image: {ref}")
         return {"Id": self.images[ref]}
-
-    def import_image_from_file(self, path: str, repository: str, tag: str) -> None:
-        self.images[f"{repository}:{tag}"] = "sha256:" + "1" * 64
-        if self.fail_imports:
-            raise self.fail_imports.pop(0)
 
 
 class FakeContainers:
@@ -167,20 +161,6 @@ def test_gone_is_not_found_and_removing_twice_is_no_error() -> None:
     cid = engine.create_container({"image": "x"})
     assert engine.remove_container(cid) is True
     assert engine.remove_container(cid) is False
-
-
-def test_an_import_whose_answer_was_lost_is_found_by_its_tag() -> None:
-    engine, api = fake_engine()
-    api.fail_imports = [requests.exceptions.ReadTimeout("read timed out")]
-    assert engine.import_tarball(Path("rootfs.tar"), "sandbench/rootfs", "abc") == \
-        "sha256:" + "1" * 64
-
-
-def test_an_import_that_failed_outright_is_not_repeated() -> None:
-    engine, api = fake_engine()
-    api.fail_imports = [refused("bad tar")]
-    with pytest.raises(EngineError, match="engine refused: import sandbench/rootfs:abc"):
-        engine.import_tarball(Path("rootfs.tar"), "sandbench/rootfs", "abc")
 
 
 # -- a fake Engine for what calls it ------------------------------------------------------------

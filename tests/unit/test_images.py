@@ -10,7 +10,6 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -19,6 +18,7 @@ from orchestrator.errors import EngineError, InputError
 from orchestrator.fsutil import sha256_bytes
 from orchestrator.images import helper as host_helper
 from orchestrator.settings import Settings
+from tests.unit.test_images_bootstrap import BootstrapEngine, offline_bootstrap
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -212,13 +212,14 @@ def test_the_base_recipe_builds_the_helper_in_a_stage_of_its_own() -> None:
     assert not any(images.load_recipes(REPO / "images")[n].helper for n in ("rg", "probe"))
 
 
+ROOT_RECIPE = ("tool_version = ['x']\n[bootstrap]\nsuite = 'b'\nvariant = 'm'\n"
+               "source_date_epoch = 1\n")
+
+
 @pytest.mark.parametrize(("text", "key"), [
-    ("tool_version = ['x']\n[bootstrap]\nsuite = 'b'\nvariant = 'm'\n[helper]\nstage = 'h'\n",
-     "helper"),
-    ("tool_version = ['x']\n[bootstrap]\nsuite = 'b'\nvariant = 'm'\n[helper]\nstage = 'h'\n"
-     "path = 'relative'\n", "helper.path"),
-    ("tool_version = ['x']\ntarget = 'Not A Stage'\n[bootstrap]\nsuite = 'b'\nvariant = 'm'\n",
-     "target"),
+    (ROOT_RECIPE + "[helper]\nstage = 'h'\n", "helper"),
+    (ROOT_RECIPE + "[helper]\nstage = 'h'\npath = 'relative'\n", "helper.path"),
+    ("target = 'Not A Stage'\n" + ROOT_RECIPE, "target"),
 ])
 def test_a_bad_helper_or_target_names_the_key(tmp_path: Path, text: str, key: str) -> None:
     folder = tmp_path / "images" / "base"
@@ -274,131 +275,10 @@ def test_import_installs_the_helper_only_when_it_hashes_to_the_entry(tmp_path: P
     assert (settings.bench_root / helper["path"]).read_bytes() == b"real"
 
 
-class _BootstrapEngine:
-    """What images.build asks of an engine for the base recipe, with no engine."""
-
-    def image_id(self, ref: str) -> str | None:
-        return None  # no rootfs cached: the build bootstraps one
-
-    def import_tarball(self, tarball: Path, repository: str, tag: str) -> str:
-        assert tarball.is_file()
-        return "sha256:" + "1" * 64
-
-    def inspect_image(self, ref: str) -> dict:
-        return {"Size": 198_901_244}
-
-
-def _offline_bootstrap(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The build module with a set mirror, no registry base image and every host tool found:
-    what a bootstrap of base needs before the test replaces the tools' runs."""
-    build_mod = importlib.import_module("orchestrator.images.build")
-    monkeypatch.setenv("SANDBENCH_DEBIAN_MIRROR", "http://mirror.test/debian")
-    monkeypatch.delenv("SANDBENCH_BASE_IMAGE", raising=False)
-    monkeypatch.setattr(build_mod.shutil, "which", lambda name: f"/usr/sbin/{name}")
-    return build_mod
-
-
-def test_a_bootstrapped_images_build_seconds_include_its_bootstrap(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    build_mod = _offline_bootstrap(monkeypatch)
-
-    def host(argv: list[str], what: str) -> None:
-        if what == "debootstrap":
-            time.sleep(0.3)
-            Path(argv[-2]).mkdir()
-        else:
-            Path(argv[argv.index("-cf") + 1]).write_bytes(b"tar")
-
-    def docker_build(*args: object, **kwargs: object) -> str:
-        time.sleep(0.1)
-        return "sha256:" + "2" * 64
-
-    monkeypatch.setattr(build_mod, "_run_host", host)
-    monkeypatch.setattr(build_mod, "_docker_build", docker_build)
-    monkeypatch.setattr(build_mod, "_build_helper", lambda *a: {
-        "path": "helper/sandbench-exec-000000000000", "sha256": "0" * 64, "size_bytes": 1})
-    monkeypatch.setattr(build_mod, "read_manifests", lambda *a: {})
-    settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
-    [outcome] = images.build(_BootstrapEngine(), settings, ["base"])  # type: ignore[arg-type]
-    entry = images.ImageLock.load(settings.images_lock).images["base"]  # schema-checked
-    bootstrap = entry["base"]["bootstrap_seconds"]
-    assert bootstrap >= 0.3
-    # the 0.1 s build on top, to the millisecond both are rounded to
-    assert entry["build_seconds"] == outcome.seconds >= bootstrap + 0.1 - 0.002
-
-
-class _ImportedEngine(_BootstrapEngine):
-    """An engine another host's export was imported into: it holds the locked images (and
-    answers to their ids), but no root file system was ever bootstrapped or tagged there."""
-
-    def __init__(self, held: set[str]) -> None:
-        self.held, self.tagged = held, []  # type: ignore[var-annotated]
-
-    def image_id(self, ref: str) -> str | None:
-        return ref if ref in self.held else None
-
-    def tag(self, image_id: str, repository: str, tag: str) -> None:
-        self.tagged.append((image_id, f"{repository}:{tag}"))
-
-
-def test_an_imported_base_is_kept_not_bootstrapped_again(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The lock and images of another host, imported: `images build` says up-to-date, as its
-    --dry-run did, and bootstraps nothing; a base image named by SANDBENCH_BASE_IMAGE since
-    is another base, and that builds."""
-    build_mod = _offline_bootstrap(monkeypatch)
-    helper = tmp_path / "bench" / "helper" / "sandbench-exec-000000000000"
-    helper.parent.mkdir(parents=True)
-    helper.write_bytes(b"helper")
-    monkeypatch.setattr(build_mod, "_run_host", lambda argv, what: (
-        Path(argv[-2]).mkdir() if what == "debootstrap"
-        else Path(argv[argv.index("-cf") + 1]).write_bytes(b"tar")))
-    monkeypatch.setattr(build_mod, "_docker_build", lambda *a, **k: "sha256:" + "2" * 64)
-    monkeypatch.setattr(build_mod, "_build_helper", lambda *a: {
-        "path": "helper/sandbench-exec-000000000000", "sha256": sha256_bytes(b"helper"),
-        "size_bytes": 6})
-    monkeypatch.setattr(build_mod, "read_manifests", lambda *a: {})
-    settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
-    images.build(_BootstrapEngine(), settings, ["base"])  # type: ignore[arg-type]
-    entry = images.ImageLock.load(settings.images_lock).images["base"]
-
-    def bootstrap(*args: object) -> None:
-        raise AssertionError("bootstrapped again")
-    monkeypatch.setattr(build_mod, "_run_host", bootstrap)
-    imported = _ImportedEngine({entry["image_id"]})
-    [planned] = images.build(None, settings, ["base"], dry_run=True)
-    [outcome] = images.build(imported, settings, ["base"])  # type: ignore[arg-type]
-    assert (planned.action, outcome.action) == ("up-to-date", "up-to-date")
-    assert outcome.image_id == entry["image_id"]
-    assert images.ImageLock.load(settings.images_lock).images["base"] == entry
-    assert imported.tagged == [(entry["image_id"], entry["tag"])]
-
-    registry = "debian@sha256:" + "3" * 64
-    monkeypatch.setenv("SANDBENCH_BASE_IMAGE", registry)
-    [planned] = images.build(None, settings, ["base"], dry_run=True)
-    [outcome] = images.build(_ImportedEngine({entry["image_id"], registry}), settings,
-                             ["base"])  # type: ignore[arg-type]
-    assert (planned.action, outcome.action) == ("would-build", "built")
-
-
-def test_bootstrap_seconds_are_carried_over_while_the_engine_keeps_the_rootfs() -> None:
-    _bootstrap_seconds = importlib.import_module("orchestrator.images.build")._bootstrap_seconds
-    before = {"base": {"source": "debootstrap", "key": "k1", "bootstrap_seconds": 18.7}}
-    cached = {"source": "debootstrap", "key": "k1"}
-    assert _bootstrap_seconds(cached, before) == 18.7
-    assert cached["bootstrap_seconds"] == 18.7  # recorded again in the new entry
-    other = {"source": "debootstrap", "key": "k2"}
-    assert _bootstrap_seconds(other, before) == 0.0 and "bootstrap_seconds" not in other
-    assert _bootstrap_seconds({"source": "registry", "reference": "x"}, before) == 0.0
-    assert _bootstrap_seconds({}, None) == 0.0
-
-
 def test_jobs_build_siblings_at_once_each_after_its_parent_and_a_failure_stops_the_rest(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    build_mod = _offline_bootstrap(monkeypatch)
-    monkeypatch.setattr(build_mod, "_run_host", lambda argv, what: (
-        Path(argv[-2]).mkdir() if what == "debootstrap"
-        else Path(argv[argv.index("-cf") + 1]).write_bytes(b"tar")))
+    offline_bootstrap(monkeypatch)
+    build_mod = importlib.import_module("orchestrator.images.build")
     events: list[tuple[str, str]] = []
     guard = threading.Lock()
     running: set[str] = set()
@@ -432,7 +312,7 @@ def test_jobs_build_siblings_at_once_each_after_its_parent_and_a_failure_stops_t
     monkeypatch.setattr(build_mod, "read_manifests", lambda *a: {})
     settings = Settings(project_root=REPO, bench_root=tmp_path / "bench")
     names = ["rg", "ast-grep", "code-index-mcp"]
-    outcomes = images.build(_BootstrapEngine(), settings, names, jobs=3)  # type: ignore[arg-type]
+    outcomes = images.build(BootstrapEngine(), settings, names, jobs=3)  # type: ignore[arg-type]
     assert [o.name for o in outcomes] == ["base", "python", "ast-grep", "mcp",
                                           "code-index-mcp", "rg"]
     order = [name for kind, name in events if kind == "end"]
@@ -452,7 +332,7 @@ def test_jobs_build_siblings_at_once_each_after_its_parent_and_a_failure_stops_t
     assert lock.images["code-index-mcp"]["build_args"]["BASE"] == lock.images["mcp"]["image_id"]
     # A failed image's error is raised; its siblings' entries that finished are kept.
     with pytest.raises(EngineError, match="ctags"):
-        images.build(_BootstrapEngine(), Settings(project_root=REPO,  # type: ignore[arg-type]
+        images.build(BootstrapEngine(), Settings(project_root=REPO,  # type: ignore[arg-type]
                                                   bench_root=tmp_path / "b2"),
                      ["ctags", "rg"], jobs=2)
     assert "ctags" not in images.ImageLock.load(tmp_path / "b2" / "images.lock").images

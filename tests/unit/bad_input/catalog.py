@@ -492,7 +492,7 @@ def recipe(base: dict[str, Any], name: str, names: list[str]) -> dict[str, S[Dam
     missing = [_del(base, ("tool_version",))]
     if root:
         missing += [_del(base, ("bootstrap",), ("parent", "bootstrap")),
-                    st.sampled_from(["suite", "variant"]).flatmap(
+                    st.sampled_from(["suite", "variant", "source_date_epoch"]).flatmap(
                         lambda k: _del(base, ("bootstrap", k), "bootstrap"))]
     else:
         missing.append(_del(base, ("parent",), ("parent", "bootstrap")))
@@ -506,13 +506,16 @@ def recipe(base: dict[str, Any], name: str, names: list[str]) -> dict[str, S[Dam
     if root:
         wrong.append(st.sampled_from(["suite", "variant"]).flatmap(
             lambda k: _set(base, ("bootstrap", k), "wrong-type", _toml_wrong({"str"}))))
+        wrong.append(_set(base, ("bootstrap", "source_date_epoch"), "wrong-type",
+                          _toml_wrong({"int"})))
     values = st.one_of(TOML_TYPES.values())
     unknown = [st.tuples(typo_key(["description", "parent", "tool_version", "bootstrap",
                                    "artifact"]), values).map(
         lambda t: _toml("unknown-key", put(base, (t[0],), t[1]), t[0],
                         f"top-level {t[0]} added"))]
     if root:
-        unknown.append(st.tuples(typo_key(["suite", "variant"]), values).map(
+        unknown.append(st.tuples(typo_key(["suite", "variant", "source_date_epoch"]),
+                                 values).map(
             lambda t: _toml("unknown-key", put(base, ("bootstrap", t[0]), t[1]),
                             f"bootstrap.{t[0]}", f"bootstrap.{t[0]} added")))
     bad_names = st.sampled_from(["", "Bookworm", "book worm", "bookworm/updates", "a;b",
@@ -526,6 +529,8 @@ def recipe(base: dict[str, Any], name: str, names: list[str]) -> dict[str, S[Dam
             st.tuples(st.sampled_from(["suite", "variant"]), bad_names).map(
                 lambda t: _toml("out-of-range", put(base, ("bootstrap", t[0]), t[1]),
                                 f"bootstrap.{t[0]}", f"bootstrap.{t[0]} = {t[1]!r}")),
+            _set(base, ("bootstrap", "source_date_epoch"), "out-of-range",
+                 st.one_of(non_positive_int(), st.integers(2 ** 32, 2 ** 40))),
             st.sampled_from([n for n in names if n != name]).map(
                 lambda p: _toml("out-of-range", put(base, ("parent",), p), ("parent",),
                                 f"root recipe given parent {p!r} as well as [bootstrap]")),
