@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from benchmarks import publish
 from orchestrator import cleanup, images, remote
 from orchestrator.engine import Engine
-from orchestrator.fsutil import atomic_write_json
 from orchestrator.images import ImageLock
 from orchestrator.settings import Settings, load_settings
 
@@ -131,12 +131,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    built = load_settings()
-    found = measure(built, args.rounds)
-    out = built.bench_root / "benchmarks" / "docker_group.json"
-    atomic_write_json(out, found)
-    print(json.dumps(found, indent=2))
-    print(f"written: {out}")
+    publish("docker_group", measure(load_settings(), args.rounds))
 
 
 if __name__ == "__main__":

@@ -16,16 +16,15 @@ and the fetched demo corpus.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import publish
 from orchestrator import arms, corpus, engine_pool, one_sandbox, placement, rundir
 from orchestrator.engine import Engine
-from orchestrator.fsutil import atomic_write_json
 from orchestrator.sandbox_spec import default_user
 from orchestrator.settings import Settings, load_settings
 
@@ -82,12 +81,7 @@ def main() -> None:
     parser.add_argument("--arm", default="rg")
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
-    settings = load_settings()
-    found = measure(settings, args.arm, args.rounds)
-    out = settings.bench_root / "benchmarks" / "placement_cost.json"
-    atomic_write_json(out, found)
-    print(json.dumps(found, indent=2))
-    print(f"written: {out}")
+    publish("placement_cost", measure(load_settings(), args.arm, args.rounds))
 
 
 if __name__ == "__main__":

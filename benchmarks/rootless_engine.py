@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
 import signal
 import stat
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from benchmarks.second_engine import _mounted, add_subids, remove_subids
+from benchmarks.second_engine import (add_subids, mounted, remove_subids, started,
+                                      wait_until_answers)
 from orchestrator import cleanup
 from orchestrator.engine import Engine
-from orchestrator.errors import EngineError
 
 USER = "sandbench-rootless"
 # Its subordinate range: far from any the host hands out and from second_engine's remap.
@@ -80,16 +78,7 @@ class RootlessEngine:
                  "XDG_RUNTIME_DIR": str(self.runtime_dir)},
             cwd=self.root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                Engine.connect(timeout_s=5, address=self.url)
-                return
-            except EngineError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    tail = (self.root / "dockerd.log").read_text(errors="replace")[-2000:]
-                    raise EngineError("the rootless dockerd did not answer", why=tail) from None
-                time.sleep(0.5)
+        wait_until_answers(self.url, self.proc, self.root / "dockerd.log")
 
     def _add_user(self) -> None:
         try:
@@ -158,22 +147,16 @@ class RootlessEngine:
         if not self._shared:
             return
         for _ in range(20):
-            if not _mounted(str(self.root)):
+            if not mounted(str(self.root)):
                 return
             subprocess.run(["umount", str(self.root)], check=False, capture_output=True)
             time.sleep(0.25)
-        if _mounted(str(self.root)):
+        if mounted(str(self.root)):
             subprocess.run(["umount", "--lazy", str(self.root)], check=False)
 
 
 @contextmanager
 def rootless_dockerd() -> Iterator[RootlessEngine]:
     """A started rootless engine, stopped and its directories removed on the way out."""
-    root = Path(tempfile.mkdtemp(prefix="sb-rootless-", dir="/tmp"))  # a socket path is short
-    daemon = RootlessEngine(root)
-    try:
-        daemon.start()
+    with started("sb-rootless-", RootlessEngine) as daemon:
         yield daemon
-    finally:
-        daemon.stop()
-        shutil.rmtree(root, ignore_errors=True)

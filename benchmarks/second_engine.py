@@ -17,13 +17,29 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from orchestrator import cleanup
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError
+
+
+def wait_until_answers(url: str, proc: subprocess.Popen, log: Path, seconds: float = 60) -> None:
+    """Until the dockerd just started at `url` answers; its log's end in the error when it
+    exits or does not answer in time."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            Engine.connect(timeout_s=5, address=url)
+            return
+        except EngineError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                raise EngineError(f"the dockerd at {url} did not answer", why=tail) from None
+            time.sleep(0.5)
 
 
 # The subordinate range of a userns-remap engine: an existing account with no files of its
@@ -130,15 +146,7 @@ class SecondEngine:
              "--ip6tables=false", "--ip-masq=false", "--cgroup-parent=/sandbench-test-engine"],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                Engine.connect(timeout_s=5, address=self.url)
-                return
-            except EngineError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise
-                time.sleep(0.5)
+        wait_until_answers(self.url, self.proc, self.root / "dockerd.log")
 
     def restart(self) -> None:
         """The engine restarted under a run: SIGTERM to this dockerd (its own pid), waited
@@ -244,7 +252,7 @@ class SecondEngine:
         # os.path.ismount cannot see it: the mount table says.)
         data = str(self.root / "data")
         for _ in range(8):
-            if not _mounted(data):
+            if not mounted(data):
                 break
             subprocess.run(["umount", data], check=False)
 
@@ -290,7 +298,7 @@ def _make_certificates(certs: Path) -> None:
             "-CAcreateserial", "-days", "2", "-extfile", f"{name}.ext", "-out", cert)
 
 
-def _mounted(point: str) -> bool:
+def mounted(point: str) -> bool:
     """Whether `point` is a mount point in this mount namespace (/proc/self/mountinfo)."""
     with open("/proc/self/mountinfo", encoding="utf-8") as table:
         return any(line.split()[4] == point for line in table)
@@ -302,9 +310,25 @@ def second_dockerd(tls: bool = False, outbound: bool = False,
     """A started second engine (with a mutual-TLS tcp:// listener too when `tls`, a way out
     for its containers when `outbound`, its containers' ids remapped when `userns_remap`),
     stopped and its directories removed on the way out."""
-    # A short path: a unix socket's path holds at most 107 bytes.
-    root = Path(tempfile.mkdtemp(prefix="sb-engine-", dir="/tmp"))
-    daemon = SecondEngine(root, tls, outbound, userns_remap)
+    with started("sb-engine-", lambda root: SecondEngine(root, tls, outbound, userns_remap)
+                 ) as daemon:
+        yield daemon
+
+
+class Daemon(Protocol):
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+D = TypeVar("D", bound=Daemon)
+
+
+@contextmanager
+def started(prefix: str, make: Callable[[Path], D]) -> Iterator[D]:
+    """`make(root)` started in a new directory under /tmp (short: a unix socket's path holds
+    at most 107 bytes), stopped and the directory removed on the way out."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    daemon = make(root)
     try:
         daemon.start()
         yield daemon
