@@ -198,16 +198,20 @@ class EngineRecord:
     # Whether it remaps its containers' ids, and how (userns.IdMap); None in a run recorded
     # before it was.
     userns: dict[str, Any] | None = None
+    # docker or podman (orchestrator/podman.py); None in a run recorded before it was read.
+    dialect: str | None = None
     preparation: Preparation | None = None
 
     @classmethod
     def from_facts(cls, facts: dict[str, Any]) -> EngineRecord:
         return cls(**{f.name: facts[f.name] for f in dataclasses.fields(cls)
-                      if f.name not in ("preparation", "userns")}, userns=facts.get("userns"))
+                      if f.name not in ("preparation", "userns", "dialect")},
+                   userns=facts.get("userns"), dialect=facts.get("dialect"))
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name != "preparation" and (f.name != "userns" or self.userns is not None)}
+               if f.name != "preparation" and (f.name not in ("userns", "dialect")
+                                               or getattr(self, f.name) is not None)}
         if self.preparation is not None:
             p = self.preparation
             out.update({"refused": p.refused, "images_imported_s": p.images_imported_s})

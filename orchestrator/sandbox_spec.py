@@ -93,6 +93,7 @@ class SandboxSpec:
     workdir: str = "/"
     exec_path: str = RESIDENT
     runtime: str = runtimes.DEFAULT  # the engine's container runtime (orchestrator/runtimes.py)
+    engine: str = "docker"  # the engine's dialect: docker, or podman (orchestrator/podman.py)
 
     @property
     def labels(self) -> dict[str, str]:

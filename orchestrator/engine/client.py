@@ -10,6 +10,7 @@ exec, attach) are never retried: their side effects have begun by the time they 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -23,6 +24,7 @@ from orchestrator.engine.calls import (DEFAULT_TIMEOUT_S, ENGINE_FAILURES, STREA
 from orchestrator.engine.connection import (api_version, engine_address, own_trust,
                                             socket_denied, tls_config)
 from orchestrator.engine.streams import AttachChannel, ExecStream
+from orchestrator import podman
 from orchestrator.errors import ContainerFailed, EngineError, EngineNotFound
 from orchestrator.labels import LABEL_CREATE
 from orchestrator.untrusted import limits
@@ -42,6 +44,7 @@ class Engine:
         self._api: docker.APIClient = client.api
         self.address = address or engine_address()
         self._tls = tls
+        self._dialect: str | None = None
 
     @classmethod
     def connect(cls, timeout_s: int = DEFAULT_TIMEOUT_S, address: str | None = None) -> Engine:
@@ -99,6 +102,14 @@ class Engine:
     def version(self) -> dict[str, Any]:
         return self._call("version", self._client.version)
 
+    @property
+    def dialect(self) -> str:
+        """docker, or podman when Podman's engine answers (its version's components), asked
+        once: which answers the guards read as equivalent (orchestrator/podman.py)."""
+        if self._dialect is None:
+            self._dialect = podman.dialect(self.version())
+        return self._dialect
+
     # -- images -----------------------------------------------------------------------------
 
     def inspect_image(self, ref: str) -> dict[str, Any]:
@@ -117,17 +128,21 @@ class Engine:
         self._call(f"pull {name}@{digest}", self._api.pull, name, tag=digest)
 
     def import_tarball(self, tarball: Path, repository: str, tag: str) -> str:
-        """`docker import` of a root file system tarball as `repository:tag`; its id.
-        Not retried: when the answer is lost, the tag says whether the import happened."""
+        """`docker import` of a root file system tarball as `repository:tag`; its id, as the
+        engine answered it, then tagged so by id: Podman ignores the tag it is given (it
+        names the import `:latest`). Not retried: when the answer is lost, the tag says
+        whether the import happened."""
         ref = f"{repository}:{tag}"
         try:
-            self._call(f"import {ref}", self._api.import_image_from_file, str(tarball),
-                       repository=repository, tag=tag, retry=False)
+            answer = self._call(f"import {ref}", self._api.import_image_from_file,
+                                str(tarball), repository=repository, tag=tag, retry=False)
         except EngineError as err:
             if not is_transient(err.__cause__ or err) or (found := self.image_id(ref)) is None:
                 raise
             return found
-        return self.inspect_image(ref)["Id"]
+        image_id = _imported_id(answer) or self.inspect_image(ref)["Id"]
+        self.tag(image_id, repository, tag)
+        return image_id
 
     def build(self, context: Path, *, tag: str | None, build_args: Mapping[str, str],
               labels: Mapping[str, str], target: str | None = None, offline: bool = False,
@@ -378,3 +393,14 @@ class Engine:
             api.close()
             raise
         return ExecStream(self, api, exec_id)
+
+
+def _imported_id(answer: Any) -> str | None:
+    """The image id an import's answer names (its last JSON line's `status`, a sha256 id),
+    or None when it names none."""
+    lines = [line for line in str(answer or "").splitlines() if line.strip()]
+    try:
+        status = json.loads(lines[-1]).get("status") if lines else None
+    except (ValueError, AttributeError):
+        return None
+    return status if isinstance(status, str) and status.startswith("sha256:") else None
