@@ -326,7 +326,8 @@ SETTINGS: tuple[Setting, ...] = (
             create=lambda s: {"runtime": s.runtime},
             outside=lambda p, v: [] if p.runtime is None else [
                 ("runtime", p.runtime, podman.runtime_found(
-                    v.host_config.get("Runtime"), podman.on_podman(p.values)), None)],
+                    v.host_config.get("Runtime"), p.runtime, podman.on_podman(p.values)),
+                 None)],
             inside=("kernel",),
             policy=lambda s: {"runtime": s.runtime, **podman.policy_values(s.engine)},
             compose=lambda s, c: dict(c),

@@ -81,9 +81,10 @@ def tmpfs_found(found: dict[str, str], podman: bool) -> dict[str, str]:
             for path, options in found.items()}
 
 
-def runtime_found(runtime: Any, podman: bool) -> Any:
-    """Podman's `oci` read as runc: it reports `oci` for every runtime it runs."""
-    return "runc" if podman and runtime == OCI_RUNTIME else runtime
+def runtime_found(runtime: Any, expected: str | None, podman: bool) -> Any:
+    """Podman's `oci` read as runc where runc is expected: it reports `oci` for every
+    runtime it runs, so it never stands for another (the arm is refused, `oci` shown)."""
+    return "runc" if podman and runtime == OCI_RUNTIME and expected == "runc" else runtime
 
 
 def env_found(env: list[str], expected: list[str], hostname: str, podman: bool) -> list[str]:
