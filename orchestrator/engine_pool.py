@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from orchestrator import engine_limits, guards, log, userns
+from orchestrator import engine_limits, guards, log, podman, userns
 from orchestrator.engine import Engine, engine_address, tls_config
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.images import ImageLock, transfer
@@ -100,9 +100,12 @@ def facts(engine: Engine, url: str) -> dict[str, Any]:
     info = engine.info()
     # `docker info`'s ID comes from a key file that daemons of one host may share; with the
     # daemon's root directory it names one engine (the directory itself is not recorded).
-    identity = f"{info.get('ID')}\0{info.get('DockerRootDir')}".encode()
+    # Podman answers a new random ID each time: its host's name stands for it.
+    host = info.get("Name") if engine.dialect == podman.PODMAN else info.get("ID")
+    identity = f"{host}\0{info.get('DockerRootDir')}".encode()
     return {"id": "engine-" + hashlib.sha256(identity).hexdigest()[:12], "url": url,
             "version": version.get("Version"), "api_version": version.get("ApiVersion"),
+            "dialect": engine.dialect,
             "kernel": version.get("KernelVersion"),
             "os": version.get("Os"), "arch": info.get("Architecture"),
             "cores": info.get("NCPU"), "memory_bytes": info.get("MemTotal"),

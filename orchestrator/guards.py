@@ -26,10 +26,10 @@ PROBE_LOOKUP = "example.com"  # RFC 2606 documentation domain: resolvable only w
 PROBE_WRITE = "/.sandbench-probe-root-write"
 
 # Mount points the engine itself provides in every container (docker's defaults and its
-# masked and read-only /proc and /sys paths).
+# masked and read-only /proc and /sys paths; Podman masks /sys/dev/block too).
 ENGINE_MOUNTS = {"/", "/proc", "/dev", "/dev/pts", "/dev/mqueue", "/dev/shm", "/sys",
                  "/sys/fs/cgroup", "/etc/resolv.conf", "/etc/hostname", "/etc/hosts",
-                 "/dev/console"}
+                 "/dev/console", "/sys/dev/block"}
 ENGINE_MOUNT_PREFIXES = ("/proc/", "/sys/fs/cgroup/", "/sys/firmware", "/sys/devices/virtual/",
                          "/dev/")
 

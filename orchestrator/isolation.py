@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import labels, runtimes
+from orchestrator import labels, podman, runtimes
 from orchestrator.isolation_values import (
     COMPOSE_HELPER, Check, EXECUTOR_CAPS, EXECUTOR_USER, HELPER_IDLE, HELPER_PATH, HELPER_SERVE,
     HOST_NAMESPACES, K8S_LISTS, K8S_MANAGED_BY, K8S_PLACES, NODE_HELPER_DIR, NO_OPT_OUT,
@@ -62,12 +62,11 @@ def _user_check(policy: GuardPolicy, view: View) -> list[Check]:
 
 
 def _cap_checks(policy: GuardPolicy, view: View) -> list[Check]:
-    added = [] if policy.executor_user is None else sorted(EXECUTOR_CAPS)
-    host_config = view.host_config
-    return [("cap_drop", ["ALL"], sorted(c.upper() for c in host_config.get("CapDrop") or []),
-             None),
-            ("cap_add", added, sorted(c.upper().removeprefix("CAP_")
-                                      for c in host_config.get("CapAdd") or []), None)]
+    allowed = () if policy.executor_user is None else EXECUTOR_CAPS
+    dropped, added, drop_ok, add_ok = podman.caps_found(
+        view.host_config.get("CapDrop") or [], view.host_config.get("CapAdd") or [], allowed,
+        podman.on_podman(policy.values))
+    return [("cap_drop", ["ALL"], dropped, drop_ok), ("cap_add", sorted(allowed), added, add_ok)]
 
 
 def _helper_checks(policy: GuardPolicy, view: View) -> list[Check]:
@@ -106,7 +105,8 @@ def _mount_checks(policy: GuardPolicy, view: View) -> list[Check]:
     declared = sorted(("volume" if m.volume else "bind", m.source, m.target, not m.read_only)
                       for m in (*policy.mounts, policy.helper_mount))
     mounts = view.mounts
-    return [("tmpfs", policy.tmpfs, view.host_config.get("Tmpfs") or {}, None),
+    return [("tmpfs", policy.tmpfs, podman.tmpfs_found(view.host_config.get(
+                "Tmpfs") or {}, podman.on_podman(policy.values)), None),
             ("mounts", declared, mounts, None),
             ("docker_socket", "not mounted", "mounted" if any(
                 "docker.sock" in str(m[1]) for m in mounts) else "not mounted", None)]
@@ -163,7 +163,9 @@ def _engine_pids(runtime: str | None, limits: Limits) -> dict[str, int]:
 
 
 def _tmpfs(spec: SandboxSpec) -> dict[str, str]:
-    return {"/tmp": f"rw,nosuid,nodev,size={spec.limits.tmp_bytes},mode=1777"}
+    """A bounded /tmp; on Podman also its own two, as sandbench bounds them (podman.py)."""
+    own = podman.OWN_TMPFS if spec.engine == podman.PODMAN else {}
+    return {"/tmp": f"rw,nosuid,nodev,size={spec.limits.tmp_bytes},mode=1777", **own}
 
 
 def k8s_runtime_class(runtime: str) -> str:
@@ -182,8 +184,9 @@ SETTINGS: tuple[Setting, ...] = (
             create=lambda s: {"network_mode": "none"},
             outside=lambda p, v: [
                 ("network_mode", "none", v.host_config.get("NetworkMode"), None),
-                ("networks", ["none"],
-                 sorted((v.inspect.get("NetworkSettings") or {}).get("Networks") or {}), None)],
+                ("networks", ["none"], podman.networks_none(
+                    (v.inspect.get("NetworkSettings") or {}).get("Networks") or {},
+                    podman.on_podman(p.values)), None)],
             inside=("interfaces", "routes", "name_lookup", "loopback_tcp", "loopback_udp"),
             compose=lambda s, c: dict(c),
             # Name lookups go to the pod's own loopback, where nothing answers.
@@ -331,9 +334,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("runtime",  # runc (the host's kernel) or runsc (gVisor's)
             create=lambda s: {"runtime": s.runtime},
             outside=lambda p, v: [] if p.runtime is None else [
-                ("runtime", p.runtime, v.host_config.get("Runtime"), None)],
+                ("runtime", p.runtime, podman.runtime_found(
+                    v.host_config.get("Runtime"), p.runtime, podman.on_podman(p.values)),
+                 None)],
             inside=("kernel",),
-            policy=lambda s: {"runtime": s.runtime},
+            policy=lambda s: {"runtime": s.runtime, **podman.policy_values(s.engine)},
             compose=lambda s, c: dict(c),
             k8s=lambda s: {"pod": {"runtimeClassName": k8s_runtime_class(s.runtime)}}
             if s.runtime != runtimes.RUNC else {}),
@@ -347,8 +352,9 @@ SETTINGS: tuple[Setting, ...] = (
     # Exactly the arm's environment (the policy's includes the image's own ENV).
     Setting("env",  # exactly the declared environment
             create=lambda s: {"environment": [f"{k}={v}" for k, v in sorted(s.env.items())]},
-            outside=lambda p, v: [("env", sorted(p.env),
-                                   sorted(v.config.get("Env") or []), None)],
+            outside=lambda p, v: [("env", sorted(p.env), podman.env_found(
+                v.config.get("Env") or [], p.env, str(v.config.get("Hostname")),
+                podman.on_podman(p.values)), None)],
             compose=lambda s, c: {"environment": dict(sorted(s.env.items()))},
             # No service addresses in the environment either.
             k8s=lambda s: {"container": {"env": [{"name": k, "value": v}

@@ -10,7 +10,8 @@ from typing import Any
 # The placement whose engine makes the arms' file systems (placement.engine_made.KIND): the
 # run's work volume and helper path there are recorded.
 ENGINE_MADE = "engine-made"
-_LATER_FACTS = ("userns", "rootless", "limits", "preparation")  # EngineRecord's, maybe unset
+# EngineRecord's fields a run recorded before them lacks.
+_LATER_FACTS = ("userns", "rootless", "limits", "dialect", "preparation")
 
 
 @dataclass
@@ -54,6 +55,8 @@ class EngineRecord:
     userns: dict[str, Any] | None = None
     rootless: bool | None = None
     limits: dict[str, Any] | None = None
+    # docker or podman (orchestrator/podman.py); None in a run recorded before it was read.
+    dialect: str | None = None
     preparation: Preparation | None = None
 
     @classmethod

@@ -83,7 +83,8 @@ class Sandbox:
         self._require_runtime()
         image = self.engine.inspect_image(self.spec.image_id)
         image_env = image.get("Config", {}).get("Env") or []
-        self.spec = sandbox_spec.with_home(self.spec, image_env)
+        self.spec = dataclasses.replace(sandbox_spec.with_home(self.spec, image_env),
+                                        engine=self.engine.dialect)
         self.policy = self._policy(image["Id"], image_env)
         self.host_snapshot = self.helper.start(self.spec, self._create_and_start)
         if self.container_id is not None:

@@ -96,6 +96,7 @@ class SandboxSpec:
     # The user accepted that the engine does not enforce the limits (engine_limits): the
     # inside guards then report the limits in force without refusing the sandbox.
     unbounded_limits_accepted: bool = False
+    engine: str = "docker"  # the engine's dialect: docker, or podman (orchestrator/podman.py)
 
     @property
     def labels(self) -> dict[str, str]:

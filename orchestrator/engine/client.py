@@ -23,6 +23,7 @@ from orchestrator.engine.calls import (DEFAULT_TIMEOUT_S, ENGINE_FAILURES, STREA
 from orchestrator.engine.connection import (api_version, engine_address, own_trust,
                                             socket_denied, tls_config)
 from orchestrator.engine.streams import AttachChannel, ExecStream
+from orchestrator import podman
 from orchestrator.errors import ContainerFailed, EngineError, EngineNotFound
 from orchestrator.labels import LABEL_CREATE
 from orchestrator.untrusted import limits
@@ -42,6 +43,7 @@ class Engine:
         self._api: docker.APIClient = client.api
         self.address = address or engine_address()
         self._tls = tls
+        self._dialect: str | None = None
 
     @classmethod
     def connect(cls, timeout_s: int = DEFAULT_TIMEOUT_S, address: str | None = None) -> Engine:
@@ -98,6 +100,14 @@ class Engine:
 
     def version(self) -> dict[str, Any]:
         return self._call("version", self._client.version)
+
+    @property
+    def dialect(self) -> str:
+        """docker, or podman when Podman's engine answers (its version's components), asked
+        once: which answers the guards read as equivalent (orchestrator/podman.py)."""
+        if self._dialect is None:
+            self._dialect = podman.dialect(self.version())
+        return self._dialect
 
     # -- images -----------------------------------------------------------------------------
 
@@ -365,3 +375,4 @@ class Engine:
             api.close()
             raise
         return ExecStream(self, api, exec_id)
+

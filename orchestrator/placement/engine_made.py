@@ -31,9 +31,6 @@ ENGINE_IMAGES = (remote.AGENT_IMAGE,)  # it makes the arms' file systems there
 
 
 KIND = ENGINE_MADE
-# What `docker info` lists for an engine that runs as a user: its containers' root is that
-# user, so the agent may not attach loop devices there.
-ROOTLESS = "name=rootless"
 
 
 def accepts(member: Member | None) -> bool:
@@ -47,7 +44,7 @@ def open_engine(member: Member, settings: Settings, run_id: str) -> None:
     refused by name, with the way to run there."""
     if member.site is not None:
         return
-    if ROOTLESS in (member.facts.get("security_options") or []):
+    if member.facts.get("rootless"):
         raise SandbenchError(
             f"engine {member.url} is rootless: it cannot make an arm's size-bounded file "
             "systems", why="its containers' root is a user, who may not attach loop devices, "

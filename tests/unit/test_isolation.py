@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import arms, compose, corpus, guards, isolation, k8s, runtimes, suite
+from orchestrator import arms, compose, corpus, guards, isolation, k8s, podman, runtimes, suite
 from orchestrator.images import ImageLock
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import DOCKER_EXEC, RESIDENT, Limits, SandboxSpec, for_arm
@@ -120,14 +120,19 @@ def test_the_record_limits_are_the_record_schemas_and_the_arm_schemas() -> None:
 
 def test_the_policy_values_are_the_policy_schemas(tmp_path: Path) -> None:
     schema = _schema("guard-policy.schema.json")
+    on_podman = dataclasses.replace(_spec(tmp_path), engine=podman.PODMAN)
+    unbounded = dataclasses.replace(_spec(tmp_path), unbounded_limits_accepted=True)
     stored = {**_policy(_spec(tmp_path)).to_json(),
-              **_policy(_spec(tmp_path, runtime=runtimes.RUNSC)).to_json()}
+              **_policy(_spec(tmp_path, runtime=runtimes.RUNSC)).to_json(),
+              **_policy(on_podman).to_json(), **_policy(unbounded).to_json()}
     assert set(stored) == set(schema["properties"])
     # A value a setting added later is optional: runs recorded before it lack it, and the
     # schema says so.
-    later = set(isolation.policy_values(_spec(tmp_path, runtime=runtimes.RUNSC))) - set(
-        schema["required"])
-    assert later == {"runtime", "engine_pids", "executor_user", "tool_writable"}
+    later = {*isolation.policy_values(_spec(tmp_path, runtime=runtimes.RUNSC)),
+             *isolation.policy_values(on_podman),
+             *isolation.policy_values(unbounded)} - set(schema["required"])
+    assert later == {"runtime", "engine_pids", "executor_user", "tool_writable", "engine",
+                     "unbounded_limits_accepted"}
     assert all("recorded before" in schema["properties"][k]["description"] for k in later)
 
 

@@ -121,8 +121,7 @@ def test_a_user_who_is_not_root_gets_file_systems_the_engine_makes_on_this_host(
 def test_a_rootless_engine_the_engine_cannot_make_file_systems_on_is_refused_by_name(
         here: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine_pool.os, "geteuid", lambda: 1000)
-    member = engine_pool.Member(here, None, {"id": "e", "security_options": [  # type: ignore[arg-type]
-        "name=seccomp,profile=default", "name=rootless"]})
+    member = engine_pool.Member(here, None, {"id": "e", "rootless": True})  # type: ignore[arg-type]
     with pytest.raises(SandbenchError) as err:
         placement.open_engine(member, None, "run-1")  # type: ignore[arg-type]
     assert "is rootless" in err.value.what and "as root against it" in (err.value.fix or "")

@@ -108,9 +108,10 @@ def test_a_sha_with_a_trailing_newline_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (lambda d: d.update(colour="red"), "colour: expected one of ['arm', 'engine_pids', 'env', "
-     "'exec_path', 'executor_user', 'helper', 'image_id', 'labels', 'memory_bytes', 'mounts', "
-     "'nano_cpus', 'pids', 'run_id', 'runtime', 'tmpfs', 'tool_writable', 'user'], found 'colour'"),
+    (lambda d: d.update(colour="red"), "colour: expected one of ['arm', 'engine', "
+     "'engine_pids', 'env', 'exec_path', 'executor_user', 'helper', 'image_id', 'labels', "
+     "'memory_bytes', 'mounts', 'nano_cpus', 'pids', 'run_id', 'runtime', 'tmpfs', "
+     "'tool_writable', 'unbounded_limits_accepted', 'user'], found 'colour'"),
     (lambda d: d.update(runtime="kata"), "runtime: expected 'runc' or 'runsc', found 'kata'"),
     (lambda d: d.update(pids="512"), "pids: expected int, found '512'"),
     (lambda d: d.pop("arm"), "arm: expected present, found None"),
