@@ -65,6 +65,11 @@ def _vary_run(run: dict[str, Any]) -> None:
     run["arms"]["rg"]["image_id"] = "sha256:" + "e" * 64
     run["arms"]["rg"]["tool_version"] = HOSTILE
     run["engine"]["version"] = "27.0.1"
+    run["arms"]["rg"]["runtime"] = "runsc"
+    first = run["arms"]["rg"]["engine"]
+    run["engines"]["engine-second"] = {**run["engines"][first], "id": "engine-second",
+                                       "kernel": "6.1.0"}
+    run["arms"]["rg"]["engine"] = "engine-second"
 
 
 @pytest.fixture
@@ -134,9 +139,12 @@ def test_only_the_cells_of_one_run_are_named_as_such() -> None:
 def test_every_environment_difference_is_listed(runs: tuple[Path, Path],
                                                 tmp_path: Path) -> None:
     env = compare_mod.compare(*runs, tmp_path / "suites")["environment"]
-    assert [(d["scope"], d["key"]) for d in env] == [("run", "engine.version"),
-                                                     ("rg", "image_id"), ("rg", "tool_version")]
-    assert env[2]["a"] == "ripgrep 13.0.0" and env[2]["b"] == HOSTILE
+    assert [(d["scope"], d["key"]) for d in env] == [
+        ("run", "engine.version"), ("rg", "engine"), ("rg", "engine.kernel"), ("rg", "image_id"),
+        ("rg", "runtime"), ("rg", "tool_version")]
+    assert (env[2]["a"], env[2]["b"]) == ("6.18.44-fc-v1300", "6.1.0")
+    assert (env[4]["a"], env[4]["b"]) == ("runc", "runsc")
+    assert env[5]["a"] == "ripgrep 13.0.0" and env[5]["b"] == HOSTILE
 
 
 def test_documents_are_byte_stable_and_independent_of_cell_order(runs: tuple[Path, Path],
@@ -248,3 +256,17 @@ def test_a_scores_file_linked_out_of_the_run_is_refused(runs: tuple[Path, Path],
 def test_scores_of_another_run_are_refused(runs: tuple[Path, Path], tmp_path: Path) -> None:
     _edit(runs[1], "scores.json", lambda s: s["run"].update(run_id="run-other"))
     assert _error(tmp_path, *runs).data["key"] == "run.run_id"
+
+
+def test_the_command_prints_one_format_or_writes_every_one(runs: tuple[Path, Path],
+                                                           tmp_path: Path) -> None:
+    args = ["compare", str(runs[0]), str(runs[1]), "--bench-root", str(tmp_path)]
+    model = compare_mod.compare(*runs, tmp_path)
+    for fmt in compare_mod.FILES:
+        result = CliRunner().invoke(app, [*args, "--format", fmt])
+        assert result.exit_code == 0, result.output
+        assert result.stdout == compare_mod.rendered(model, fmt)
+    result = CliRunner().invoke(app, [*args, "--output", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "regressions: 1, improvements: 1, newly unscored: 1" in result.stdout
+    assert (tmp_path / "out" / "compare.md").read_text() == compare_mod.rendered(model, "md")
