@@ -123,6 +123,8 @@ def _h(text: object) -> str:
     return escape(visible(str(text)), quote=True)
 
 
+# Nothing to fetch and nothing to run: the page is its own text and one style sheet.
+_CSP = "default-src 'none'; style-src 'unsafe-inline'"
 _STYLE = ("body{font-family:sans-serif;margin:2em;color:#222}"
           "table{border-collapse:collapse;margin:0.5em 0 1.5em}"
           "th,td{border:1px solid #ccc;padding:2px 6px;text-align:left;font-size:90%}"
@@ -131,6 +133,7 @@ _STYLE = ("body{font-family:sans-serif;margin:2em;color:#222}"
 
 def html(model: dict[str, Any]) -> str:
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+           f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
            f"<title>{_h(TITLE)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>",
            f"<h1>{_h(TITLE)}</h1>", "<ul>"]
     out += [f"<li>{_h(label)}: {_h(text)}</li>" for label, text in _runs(model)]
