@@ -270,3 +270,30 @@ def test_the_command_prints_one_format_or_writes_every_one(runs: tuple[Path, Pat
     assert result.exit_code == 0, result.output
     assert "regressions: 1, improvements: 1, newly unscored: 1" in result.stdout
     assert (tmp_path / "out" / "compare.md").read_text() == compare_mod.rendered(model, "md")
+
+
+def test_the_model_keeps_its_documented_keys(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    """The keys a prediction checked against a baseline run reads (model.py's docstring)."""
+    model = compare_mod.compare(*runs, tmp_path)
+    assert sorted(model) == ["answer_changes", "cells", "comparable", "environment", "groups",
+                             "improvements", "newly_unscored", "regressions", "runs", "schema"]
+    assert sorted(model["cells"][0]) == ["a", "answer_changed", "arm", "b", "cost_ratio",
+                                         "kind", "precision_delta", "recall_delta", "task",
+                                         "time_ratio", "transition"]
+    assert sorted(model["cells"][0]["a"]) == ["precision", "recall", "tokens", "verdict",
+                                              "warm_ms"]
+    group = _group(model, "rg", "all")
+    assert sorted(group) == ["a", "arm", "b", "cost", "counts", "kind", "precision_delta",
+                             "recall_delta", "time"]
+    assert sorted(group["a"]) == ["correct", "correct_share", "graded", "precision_median",
+                                  "recall_median"]
+    assert sorted(group["cost"]) == ["median_of_ratios", "pairs", "ratio_of_medians"]
+    assert sorted(group["counts"]) == sorted(model_mod.TRANSITIONS)
+
+
+def test_a_scores_file_past_the_bound_is_refused_unread(runs: tuple[Path, Path], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    size = (runs[0] / "scores.json").stat().st_size  # run A is read first
+    monkeypatch.setattr("orchestrator.compare.inputs.MAX_DOCUMENT_BYTES", size - 1)
+    err = _error(tmp_path, *runs)
+    assert err.data["key"] == "(size)" and err.data["found"] == size
