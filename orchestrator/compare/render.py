@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from orchestrator.compare.model import ALL_KINDS, TRANSITIONS
+from orchestrator.compare.model import ALL_KINDS, ONLY_A, ONLY_B, TRANSITIONS
 from orchestrator.untrusted.text import markdown_cell, markdown_inline, visible
 
 TITLE = "Run 0 beside Run 1"
+# The model says a and b; the documents say run 0 and run 1 throughout.
+_SPELLED = {ONLY_A: "only in run 0", ONLY_B: "only in run 1"}
 NONE = "none"
 
 
@@ -41,6 +43,10 @@ def _verdict(side: dict[str, Any] | None) -> str:
     return "(no cell)" if side is None else str(side["verdict"])
 
 
+def _transition(name: str) -> str:
+    return _SPELLED.get(name, name.replace("_", " "))
+
+
 def _paired(figures: dict[str, Any]) -> str:
     return (f"{_num(figures['median_of_ratios'])} / {_num(figures['ratio_of_medians'])} "
             f"({figures['pairs']})")
@@ -58,7 +64,7 @@ def _listing(title: str, note: str, items: Sequence[dict[str, Any]]) -> Section:
 
 def sections(model: dict[str, Any]) -> list[Section]:
     """Regressions first and each listed on its own: an improvement elsewhere never hides one."""
-    transitions = tuple(t.replace("_", " ") for t in TRANSITIONS)
+    transitions = tuple(_transition(t) for t in TRANSITIONS)
     group_rows = tuple(
         (g["arm"], g["kind"], *(str(g["counts"][t]) for t in TRANSITIONS),
          f"{_share(g['a'])} → {_share(g['b'])}",
@@ -67,7 +73,7 @@ def sections(model: dict[str, Any]) -> list[Section]:
          _paired(g["cost"]), _paired(g["time"])) for g in model["groups"])
     cell_rows = tuple(
         (c["arm"], c["kind"], c["task"], _verdict(c["a"]), _verdict(c["b"]),
-         c["transition"].replace("_", " "), _signed(c["recall_delta"]),
+         _transition(c["transition"]), _signed(c["recall_delta"]),
          _signed(c["precision_delta"]), _num(c["cost_ratio"]), _num(c["time_ratio"]))
         for c in model["cells"])
     return [
