@@ -28,6 +28,7 @@ from orchestrator.suite_model import (
     PARSERS_PACKAGE, PREREGISTRATION, PUBLISHED_KEYS, PUBLISHED_OPTIONAL_KEYS, Published,
     SCORER_ENTRY, SCRIPT_PLACEHOLDER, SCRIPT_PRELUDE, SUITE_KEYS, Suite, TASK_ID, TASK_KEYS,
     TRUTH_DIR, TRUTH_KEYS, TRUTH_RULES, Task, TaskCommand, VERDICT_NAMES)
+from orchestrator.suite_model import COMPARABLE_KEY, COMPARABLE_SHAPE, comparable_seals
 from orchestrator.sealing import (
     SealDifference, corpus_pin, every_scorer_source, manifest_sha256, parser_module,
     scorer_sources, seal, sealed_inputs, verify_seal)
@@ -288,6 +289,8 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
     if tool is not None and (tool not in arms or tool == data["baseline"]):
         raise _bad(path, "tool_under_test", f"one of the suite's arms {arms} other than the "
                    f"baseline {data['baseline']!r}", tool)
+    if COMPARABLE_KEY in data and comparable_seals(data[COMPARABLE_KEY]) is None:
+        raise _bad(path, COMPARABLE_KEY, COMPARABLE_SHAPE, data[COMPARABLE_KEY])
     for key in ("reps", "precision_cap", "top_k"):
         number(path, key, data[key], "a positive integer", integer=True, minimum=1)
     number(path, "timeout_s", data["timeout_s"], "a positive number of seconds", minimum=0,

@@ -21,8 +21,23 @@ SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_
 # metric families of the methodology the suite cannot run, each with its quoted reason, and the
 # arm whose facts (version, build, isolation) the disclosure block opens with. Optional because
 # a suite sealed before it existed must still load to be scored; without it those lines are n/a.
+# comparable_with: the seals of other suites whose runs `sandbench compare` may set beside this
+# suite's (see COMPARABLE).
 OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted", "tool_under_test", "grading",
-                       "truth_rule", "runtime"}
+                       "truth_rule", "runtime", "comparable_with"}
+COMPARABLE_KEY = "comparable_with"
+COMPARABLE_SHAPE = 'a list of "SUITE@SHA256" (a suite\'s name and the sha256 of its manifest.json)'
+_COMPARABLE_ITEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}@[0-9a-f]{64}")
+
+
+def comparable_seals(value: Any) -> tuple[str, ...] | None:
+    """A suite's comparable_with as declared, or None when it is not COMPARABLE_SHAPE."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and _COMPARABLE_ITEM.fullmatch(v)
+                                              for v in value):
+        return None
+    return tuple(value)
+
+
 # Optional: the mechanical rule `sandbench suite add-tasks` computes a task's truth by (the rules
 # of orchestrator/truth_rules.py); a suite whose truth was written by hand declares none.
 TRUTH_RULES = ("text-v1", "text-v1-declaring-admissible")

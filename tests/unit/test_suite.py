@@ -237,6 +237,18 @@ def test_the_tool_under_test_is_a_declared_arm_other_than_the_baseline(
     assert "other than the baseline 'rg'" in str(err.value)
 
 
+@pytest.mark.parametrize("value", ['"demo@57f72c"', '["demo"]', '["demo@' + "A" * 64 + '"]'])
+def test_a_comparable_with_declaration_names_suite_and_seal(project: Settings,
+                                                            value: str) -> None:
+    path = project.suites_dir / "demo" / "suite.toml"
+    path.write_text(f"comparable_with = {value}\n" + path.read_text())
+    with pytest.raises(InputError) as err:
+        _suite(project)
+    assert err.value.data["key"] == "comparable_with" and "SUITE@SHA256" in str(err.value)
+    path.write_text(path.read_text().replace(value, '["demo@' + "a" * 64 + '"]'))
+    assert _suite(project).name == "demo"
+
+
 def test_every_suite_names_its_tool_under_test() -> None:
     """Every suite with an arm beside its baseline; a suite of its baseline alone (a published
     column reproduced) has no other arm to name."""
