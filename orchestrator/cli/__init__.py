@@ -64,7 +64,7 @@ def _root(_version: bool = typer.Option(False, "--version", is_eager=True,
 
 
 def _register() -> None:
-    from orchestrator.cli import (audit, cleanup, compose, corpus, images, k8s, run, sandbox,
+    from orchestrator.cli import (audit, check, cleanup, compose, corpus, images, k8s, run, sandbox,
                                   score, suite, truth)
     app.add_typer(images.app, name="images")
     app.add_typer(corpus.app, name="corpus")
@@ -74,6 +74,7 @@ def _register() -> None:
     app.command("run", cls=Command)(run.run)
     app.command("score", cls=Command)(score.score)
     app.command("report", cls=Command)(score.report)
+    app.command("check", cls=Command)(check.check)
     app.add_typer(compose.app, name="compose")
     app.add_typer(k8s.app, name="k8s")
     app.command("audit", cls=Command)(audit.audit)
