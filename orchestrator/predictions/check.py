@@ -49,7 +49,13 @@ def check_run(run_dir: Path) -> Check:
     facts = SuiteFacts(arms=suite["arms"], baseline=suite["baseline"],
                        kinds={t["kind"] for t in scores["tasks"].values()},
                        tasks=set(scores["tasks"]))
-    declared = parse_predictions(path, {"version": 1, "prediction": section["declared"]},
-                                 facts)
+    try:
+        declared = parse_predictions(path, {"version": 1, "prediction": section["declared"]},
+                                     facts)
+    except InputError as err:  # named where it stands in scores.json, not in the TOML file
+        key = "predictions.declared" + str(err.data["key"]).removeprefix("prediction")
+        raise InputError.bad_value(path, key, err.data["expected"], err.data["found"],
+                                   fix="score the run again: sandbench score RUN_DIR "
+                                       "--update") from None
     outcomes = evaluate.evaluate(scores, declared)
     return Check(scores["run"]["run_id"], outcomes, evaluate.tally(outcomes))

@@ -321,3 +321,54 @@ def test_the_demo_suite_predictions_load() -> None:
     suite = load_suite(Path(__file__).resolve().parents[2] / "suites", "demo")
     assert len(suite.predictions) == 12
     assert {p.arm for p in suite.predictions} == {"rg", "ast-grep"}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Any:
+    """A copy of the project's inputs, to seal a suite with and without predictions."""
+    from orchestrator import suite
+    from orchestrator.settings import Settings
+    repo = Path(__file__).resolve().parents[2]
+    root = tmp_path / "project"
+    for part in ("suites", "arms", *suite.every_scorer_source(repo), "corpus.lock"):
+        source = repo / part
+        if source.is_dir():
+            shutil.copytree(source, root / part)
+        elif source.exists():
+            (root / part).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, root / part)
+    return Settings(project_root=root, bench_root=tmp_path / "bench")
+
+
+def test_the_seal_covers_the_predictions_and_names_a_change(project: Any) -> None:
+    from orchestrator import suite
+    demo = suite.load_suite(project.suites_dir, "demo")
+    suite.seal(demo, project)
+    key = f"suites/demo/{PREDICTIONS}"
+    assert key in json.loads((demo.path / MANIFEST).read_text())["inputs"]
+    file = demo.path / PREDICTIONS
+    file.write_text(file.read_text() + "\n# edited after the seal\n")
+    assert [d.file for d in suite.verify_seal(demo, project)] == [key]
+    file.unlink()
+    suite.seal(suite.load_suite(project.suites_dir, "demo"), project)
+    assert key not in json.loads((demo.path / MANIFEST).read_text())["inputs"]
+
+
+def test_a_bad_predictions_file_stops_the_suite_loading(project: Any) -> None:
+    from orchestrator import suite
+    file = project.suites_dir / "demo" / PREDICTIONS
+    file.write_text(MET.replace('arm = "rg"', 'arm = "grep"'))
+    with pytest.raises(InputError) as err:
+        suite.load_suite(project.suites_dir, "demo")
+    assert err.value.data["key"] == "prediction.0.arm" and str(file) in str(err.value)
+
+
+def test_a_tampered_declaration_in_scores_is_named_where_it_stands(
+        sealed: tuple[Path, Path], tmp_path: Path) -> None:
+    run = _scored(sealed, tmp_path, MET)
+    scores = json.loads((run / "scores.json").read_text(encoding="utf-8"))
+    scores["predictions"]["declared"][0]["at_least"] = -3
+    (run / "scores.json").write_text(json.dumps(scores), encoding="utf-8")
+    result = _check(run, "--assert")
+    assert result.exit_code == 2
+    assert "predictions.declared.0.at_least: expected a number >= 0" in result.stderr
