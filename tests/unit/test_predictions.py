@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_suite import copy_project
 from typer.testing import CliRunner
 
 from orchestrator.cli import app
@@ -323,24 +324,8 @@ def test_the_demo_suite_predictions_load() -> None:
     assert {p.arm for p in suite.predictions} == {"rg", "ast-grep"}
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Any:
-    """A copy of the project's inputs, to seal a suite with and without predictions."""
-    from orchestrator import suite
-    from orchestrator.settings import Settings
-    repo = Path(__file__).resolve().parents[2]
-    root = tmp_path / "project"
-    for part in ("suites", "arms", *suite.every_scorer_source(repo), "corpus.lock"):
-        source = repo / part
-        if source.is_dir():
-            shutil.copytree(source, root / part)
-        elif source.exists():
-            (root / part).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, root / part)
-    return Settings(project_root=root, bench_root=tmp_path / "bench")
-
-
-def test_the_seal_covers_the_predictions_and_names_a_change(project: Any) -> None:
+def test_the_seal_covers_the_predictions_and_names_a_change(tmp_path: Path) -> None:
+    project = copy_project(tmp_path)
     from orchestrator import suite
     demo = suite.load_suite(project.suites_dir, "demo")
     suite.seal(demo, project)
@@ -354,7 +339,8 @@ def test_the_seal_covers_the_predictions_and_names_a_change(project: Any) -> Non
     assert key not in json.loads((demo.path / MANIFEST).read_text())["inputs"]
 
 
-def test_a_bad_predictions_file_stops_the_suite_loading(project: Any) -> None:
+def test_a_bad_predictions_file_stops_the_suite_loading(tmp_path: Path) -> None:
+    project = copy_project(tmp_path)
     from orchestrator import suite
     file = project.suites_dir / "demo" / PREDICTIONS
     file.write_text(MET.replace('arm = "rg"', 'arm = "grep"'))
