@@ -18,8 +18,8 @@ from orchestrator import corpus, runtimes
 from orchestrator.corpus.git import clean_git
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
-from orchestrator.predictions.model import SuiteFacts, load_predictions
 from orchestrator.kinds import ALL_KINDS, COMMON_PLACEHOLDERS, EDGE_KINDS, INPUT_KEY, PLACEHOLDER
+from orchestrator.predictions.model import SuiteFacts, load_predictions
 from orchestrator.shared_checks import number, repo_path
 from orchestrator.untrusted.strings import portable_bytes
 from orchestrator.suite_model import (
