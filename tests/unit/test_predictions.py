@@ -91,6 +91,12 @@ def test_every_bad_key_is_named(changes: dict[str, Any], key: str, expected: str
     ({"version": 1}, "prediction"),
     ({"version": 1, "prediction": []}, "prediction"),
     ({"version": 1, "prediction": [GOOD, GOOD]}, "prediction.1.id"),
+    ({"version": "1", "prediction": [GOOD]}, "version"),
+    ({"version": 1, "prediction": "x"}, "prediction"),
+    ({"version": 1, "prediction": [5]}, "prediction.0"),
+    ({"version": 1, "prediction": [{**GOOD, "at_least": True}]}, "prediction.0.at_least"),
+    ({"version": 1, "prediction": [{**GOOD, "at_least": float("nan")}]},
+     "prediction.0.at_least"),
 ])
 def test_a_bad_file_is_named(data: dict[str, Any], key: str) -> None:
     with pytest.raises(InputError) as err:
