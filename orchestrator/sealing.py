@@ -12,6 +12,7 @@ from pathlib import Path
 
 from orchestrator import corpus, importgraph, parsers
 from orchestrator.errors import InputError
+from orchestrator.predictions.model import PREDICTIONS
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
 from orchestrator.settings import Settings
 from orchestrator.suite_model import MANIFEST, PARSERS_PACKAGE, PREREGISTRATION, SCORER_ENTRY, Suite
@@ -68,6 +69,8 @@ def sealed_inputs(suite: Suite, settings: Settings) -> dict[str, str]:
     files = [suite.path / "suite.toml", suite.path / PREREGISTRATION,
              *(t.path for t in suite.tasks),
              *(settings.arms_dir / f"{arm}.toml" for arm in suite.arms)]
+    if (predictions := suite.path / PREDICTIONS).is_file():
+        files.append(predictions)  # the suite's registered predictions, when it has them
     if (truth := suite.truth_file()) is not None:
         # The compiler truth and the oracle that made it: sealed only once it is built.
         if not truth.is_file():

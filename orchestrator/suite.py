@@ -19,6 +19,7 @@ from orchestrator.corpus.git import clean_git
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
 from orchestrator.kinds import ALL_KINDS, COMMON_PLACEHOLDERS, EDGE_KINDS, INPUT_KEY, PLACEHOLDER
+from orchestrator.predictions.model import SuiteFacts, load_predictions
 from orchestrator.shared_checks import number, repo_path
 from orchestrator.untrusted.strings import portable_bytes
 from orchestrator.suite_model import (
@@ -328,6 +329,7 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
         if missing_bands := sorted(EDGE_BAND_KEYS - set(bands)):
             raise _bad(path, f"bands.{missing_bands[0]}", "a fraction from 0 to 1 (the suite "
                        "has edge tasks)", None)
+    facts = SuiteFacts(arms, data["baseline"], {t.kind for t in tasks}, {t.id for t in tasks})
     return Suite(name=name, path=folder, corpus=data["corpus"], arms=tuple(arms),
                  baseline=data["baseline"], reps=data["reps"], timeout_s=float(data["timeout_s"]),
                  precision_cap=data["precision_cap"], top_k=data["top_k"],
@@ -336,7 +338,8 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
                  families_not_attempted=_families(path, data.get("families_not_attempted", {})),
                  grading=rules, grading_declared=tuple(k for k in GRADING_KEYS if k in declared),
                  truth_rule=truth_rule(path, data.get("truth_rule")),
-                 runtime=_runtime(path, data.get("runtime"), arms))
+                 runtime=_runtime(path, data.get("runtime"), arms),
+                 predictions=load_predictions(folder, facts))
 
 
 def truth_rule(path: Path, value: Any) -> str | None:

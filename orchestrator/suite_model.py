@@ -13,6 +13,7 @@ from typing import Any
 
 from orchestrator import parsers, runtimes
 from orchestrator.kinds import PLACEHOLDER
+from orchestrator.predictions.model import Prediction
 
 LANGUAGES = {"csharp": "cs", "typescript": "ts", "rust": "rs"}
 SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_s",
@@ -240,6 +241,8 @@ class Suite:
         return self.grading.over(task.grading)
     # The container runtime of each arm (orchestrator/runtimes.py): runc unless declared.
     runtime: runtimes.Choice = field(default_factory=runtimes.Choice)
+    # Its registered predictions (predictions.toml, sealed with it); none when it has no file.
+    predictions: tuple[Prediction, ...] = ()
 
     def truth_file(self) -> Path | None:
         """Where `sandbench truth build` stores the oracle's truth (sealed with the suite)."""

@@ -64,8 +64,8 @@ def _root(_version: bool = typer.Option(False, "--version", is_eager=True,
 
 
 def _register() -> None:
-    from orchestrator.cli import (audit, cleanup, compare, compose, corpus, images, k8s, run,
-                                  sandbox, score, suite, truth)
+    from orchestrator.cli import (audit, check, cleanup, compare, compose, corpus, images, k8s,
+                                  run, sandbox, score, suite, truth)
     app.add_typer(images.app, name="images")
     app.add_typer(corpus.app, name="corpus")
     app.add_typer(sandbox.app, name="sandbox")
@@ -75,6 +75,7 @@ def _register() -> None:
     app.command("score", cls=Command)(score.score)
     app.command("report", cls=Command)(score.report)
     app.command("compare", cls=Command)(compare.compare)
+    app.command("check", cls=Command)(check.check)
     app.add_typer(compose.app, name="compose")
     app.add_typer(k8s.app, name="k8s")
     app.command("audit", cls=Command)(audit.audit)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.fsutil import atomic_write_text
-from orchestrator.report import edges, grading, leaders, plots, tables
+from orchestrator.report import edges, grading, leaders, plots, predictions, tables
 from orchestrator.report.markdown import TITLE, disclosure
 from orchestrator.report.plots import FONT
 from orchestrator.untrusted.text import terminal, visible
@@ -287,6 +287,8 @@ def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [
         _section("Scorecard", _p("Tasks per arm and band (all: every kind)."),
                  shown(tables.scorecard(scores), scores)),
+        *([_section(predictions.TITLE, _p(predictions.intro(scores)),
+                    html_table(predictions.table(scores)))] if predictions.present(scores) else []),
         _section("Corpus and setup cost",
                  _p(f"Corpus {corpus['id']}: {corpus['repo']} @ {corpus['sha']}, "
                     f"{corpus['tracked_files']} tracked files ({languages}). Tree digest of "

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from orchestrator.report import edges, grading, leaders, tables
+from orchestrator.report import edges, grading, leaders, predictions, tables
 from orchestrator.score.environment import LABELS
 from orchestrator.score.listed import full_length
 from orchestrator.untrusted.text import markdown_cell, markdown_code, terminal
@@ -317,6 +317,8 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
         + tables.METHOD_TEXT,
         _section("Scorecard", "Tasks per arm and band (`all`: every kind).",
                  shown(tables.scorecard(scores), scores)),
+        *([_section(predictions.TITLE, md(predictions.intro(scores)),
+                    md_table(predictions.table(scores)))] if predictions.present(scores) else []),
         _section("Failures",
                  "Every cell that failed carries the kind decided when it failed: an exec "
                  "outcome from its record, or a parse error. A failed cell is `wrong`; an "

@@ -20,6 +20,7 @@ from orchestrator import suite as suite_mod
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_json, sha256_file
 from orchestrator.kinds import KINDS
+from orchestrator.predictions.model import PREDICTIONS
 from orchestrator.run_document import SETUP_CELL, ArmRecord, RunDoc
 from orchestrator.settings import PACKAGE_DIR
 from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record
@@ -157,6 +158,8 @@ def check_seal(run: RunDoc, the_suite: suite_mod.Suite,
     rows: list[dict[str, Any]] = []
     suite_files = {prefix + p.relative_to(the_suite.path).as_posix()
                    for p in (the_suite.path / "tasks").glob("*.toml")}
+    if (the_suite.path / PREDICTIONS).is_file():
+        suite_files.add(prefix + PREDICTIONS)
     for extra in sorted(suite_files - set(inputs)):
         raise InputError(f"{the_suite.path / extra.removeprefix(prefix)}: not in the seal "
                          f"of suite {the_suite.name!r}", file=extra)

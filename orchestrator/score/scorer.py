@@ -31,6 +31,8 @@ from typing import Any
 from orchestrator import log, line_index
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json
+from orchestrator.predictions import evaluate
+from orchestrator.predictions.model import PREDICTIONS, Prediction
 from orchestrator.run_document import RunDoc
 from orchestrator.score import (bands, cell, correctness, cost, edges, environment, leaders,
                                 listed, published, reach, setup, timing)
@@ -292,7 +294,17 @@ def compute(run_dir: Path, suite_dir: Path) -> tuple[dict[str, Any], line_index.
         "definitions": {**DEFINITIONS, **{f"correct.{k}": v for k, v in edges.DEFINITIONS.items()
                                           if k in bands.bands_of(cells)}},
     }
+    if inputs.suite.predictions:
+        scores["predictions"] = _predictions_section(inputs.suite.predictions, scores)
     return scores, index
+
+
+def _predictions_section(declared: Sequence[Prediction], scores: dict[str, Any]
+                         ) -> dict[str, Any]:
+    """The suite's sealed predictions and each one's outcome on this run's cells."""
+    outcomes = evaluate.evaluate(scores, declared)
+    return {"file": PREDICTIONS, "declared": [p.to_json() for p in declared],
+            "outcomes": outcomes, "tally": evaluate.tally(outcomes)}
 
 
 # -- the self-check and the write ---------------------------------------------------------

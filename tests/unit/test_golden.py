@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import report
+from orchestrator.predictions.model import PREDICTIONS
 from orchestrator.score import score_run, self_check
 from orchestrator.line_index import PIN_LINES
 
@@ -76,6 +77,8 @@ def _refresh_from_run(source: Path, suite: Path) -> None:
     (SUITE / "tasks").mkdir(parents=True)
     for name in SUITE_FILES:
         shutil.copy2(suite / name, SUITE / name)
+    if (suite / PREDICTIONS).is_file():  # sealed with the suite when it has them
+        shutil.copy2(suite / PREDICTIONS, SUITE / PREDICTIONS)
     for task in sorted((suite / "tasks").glob("*.toml")):
         shutil.copy2(task, SUITE / "tasks" / task.name)
     scratch = RUN.parent / ".golden-full"

@@ -18,6 +18,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def project(tmp_path: Path) -> Settings:
+    return copy_project(tmp_path)
+
+
+def copy_project(tmp_path: Path) -> Settings:
     """A copy of the project's inputs, so tests may break them."""
     root = tmp_path / "project"
     for part in ("suites", "arms", *suite.every_scorer_source(REPO), "corpus.lock"):
