@@ -341,6 +341,9 @@ def new(*, run_id: str, the_suite: suite.Suite, planned: Sequence[PlannedArm],
     deviations = [f"arm {a.name} not run: {a.unavailable}" for a in planned if a.unavailable]
     deviations += [f"metric family {family} not attempted: {reason} ({source})"
                    for family, (reason, source) in the_suite.families_not_attempted.items()]
+    if the_suite.test_files == "exclude":
+        deviations.append("truth of locate and e2e-retrieval leaves out the test files the fix "
+                          "touched (suite.toml test_files = \"exclude\")")
     if pin.status != "registered":
         deviations.insert(0, f"corpus {pin.id} ({pin.repo} @ {pin.sha}) is a proposed "
                              f"substitute, not a registered corpus: {pin.note}")

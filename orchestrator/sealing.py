@@ -14,7 +14,8 @@ from orchestrator import corpus, importgraph, parsers
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
 from orchestrator.settings import Settings
-from orchestrator.suite_model import MANIFEST, PARSERS_PACKAGE, PREREGISTRATION, SCORER_ENTRY, Suite
+from orchestrator.suite_model import (MANIFEST, PARSERS_PACKAGE, PREREGISTRATION, RECORDS_DIR,
+                                      SCORER_ENTRY, Suite)
 
 
 def _is_tool_parser(module: str) -> bool:
@@ -67,6 +68,7 @@ def sealed_inputs(suite: Suite, settings: Settings) -> dict[str, str]:
     root = settings.project_root
     files = [suite.path / "suite.toml", suite.path / PREREGISTRATION,
              *(t.path for t in suite.tasks),
+             *sorted(p for p in (suite.path / RECORDS_DIR).glob("*") if p.is_file()),
              *(settings.arms_dir / f"{arm}.toml" for arm in suite.arms)]
     if (truth := suite.truth_file()) is not None:
         # The compiler truth and the oracle that made it: sealed only once it is built.

@@ -25,9 +25,9 @@ from orchestrator.suite_model import (
     BAND_KEYS, COMMAND_KEYS, COMMAND_OUTPUTS, CORPUS_ROOT, DECIMAL, EDGE_BAND_KEYS,
     FAMILIES, GRADING_CHOICES, GRADING_KEYS, GradingRules, LANGUAGES, MANIFEST,
     OPTIONAL_SUITE_KEYS, OPTIONAL_TASK_KEYS, ORACLE_KEYS, ORACLE_OPTIONAL_KEYS, OracleRef,
-    PARSERS_PACKAGE, PREREGISTRATION, PUBLISHED_KEYS, PUBLISHED_OPTIONAL_KEYS, Published,
-    SCORER_ENTRY, SCRIPT_PLACEHOLDER, SCRIPT_PRELUDE, SUITE_KEYS, Suite, TASK_ID, TASK_KEYS,
-    TRUTH_DIR, TRUTH_KEYS, TRUTH_RULES, Task, TaskCommand, VERDICT_NAMES)
+    PARSERS_PACKAGE, PREREGISTRATION, PUBLISHED_KEYS, PUBLISHED_OPTIONAL_KEYS, RECORDS_DIR,
+    Published, SCORER_ENTRY, SCRIPT_PLACEHOLDER, SCRIPT_PRELUDE, SUITE_KEYS, Suite, TASK_ID,
+    TASK_KEYS, TEST_FILES, TRUTH_DIR, TRUTH_KEYS, TRUTH_RULES, Task, TaskCommand, VERDICT_NAMES)
 from orchestrator.sealing import (
     SealDifference, corpus_pin, every_scorer_source, manifest_sha256, parser_module,
     scorer_sources, seal, sealed_inputs, verify_seal)
@@ -38,9 +38,9 @@ __all__ = [
     "EDGE_BAND_KEYS", "FAMILIES", "GRADING_CHOICES", "GRADING_KEYS", "GradingRules",
     "LANGUAGES", "MANIFEST", "OPTIONAL_SUITE_KEYS", "OPTIONAL_TASK_KEYS", "ORACLE_KEYS",
     "ORACLE_OPTIONAL_KEYS", "OracleRef", "PARSERS_PACKAGE", "PREREGISTRATION",
-    "PUBLISHED_KEYS", "PUBLISHED_OPTIONAL_KEYS", "Published", "SCORER_ENTRY",
+    "PUBLISHED_KEYS", "PUBLISHED_OPTIONAL_KEYS", "Published", "RECORDS_DIR", "SCORER_ENTRY",
     "SCRIPT_PLACEHOLDER", "SCRIPT_PRELUDE", "SUITE_KEYS", "SealDifference", "Suite",
-    "TASK_ID", "TASK_KEYS", "TRUTH_DIR", "TRUTH_KEYS", "TRUTH_RULES", "Task",
+    "TASK_ID", "TASK_KEYS", "TEST_FILES", "TRUTH_DIR", "TRUTH_KEYS", "TRUTH_RULES", "Task",
     "TaskCommand", "VERDICT_NAMES", "check_truth_at_pin", "corpus_pin",
     "every_scorer_source", "known_suites", "load_suite", "load_task", "manifest_sha256",
     "parser_module", "scorer_sources", "seal", "sealed_inputs", "truth_rule",
@@ -304,6 +304,8 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
             number(path, f"bands.{key}", value, "a fraction from 0 to 1", minimum=0, maximum=1)
     if not isinstance(data["corpus"], str):
         raise _bad(path, "corpus", "the id of a corpus in corpus.lock", data["corpus"])
+    if data.get("test_files", TEST_FILES[0]) not in TEST_FILES:
+        raise _bad(path, "test_files", " or ".join(TEST_FILES), data["test_files"])
     _check_project(path, suites_dir.parent, data["corpus"], arms)
     oracle = _oracle_ref(path, data.get("oracle"))
     declared = _grading(path, data.get("grading", {}))
@@ -333,6 +335,7 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
                  families_not_attempted=_families(path, data.get("families_not_attempted", {})),
                  grading=rules, grading_declared=tuple(k for k in GRADING_KEYS if k in declared),
                  truth_rule=truth_rule(path, data.get("truth_rule")),
+                 test_files=data.get("test_files", TEST_FILES[0]),
                  runtime=_runtime(path, data.get("runtime"), arms))
 
 
