@@ -252,7 +252,6 @@ def test_corpus_add_derives_repo_and_url_from_the_mirror(shop: Shop) -> None:
 @pytest.mark.parametrize(("args", "said"), [
     (("--url", URL, "--sha", "abc123"), "--sha: expected a full commit sha"),
     (("--url", URL, "--sha", "f" * 40), "--sha: expected a commit of the mirror"),
-    (("--sha", "PIN"), "--url: expected the https:// git URL of the corpus"),
     (("--url", "http://x/a/b.git", "--sha", "PIN"), "--url: expected an https:// git URL"),
     (("--url", URL, "--sha", "PIN", "--kind", "demo"), "--kind: expected target or held-out"),
     (("--url", URL, "--sha", "PIN", "--license", "not a licence"), "--license: expected"),
