@@ -343,3 +343,16 @@ def test_the_example_records_author_a_suite_that_loads_and_seals(shop: Shop) -> 
     assert tasks["locate-trim-exception-headers"].truth["primary"] == \
         "src/MassTransit.Abstractions/Util/ExceptionUtil.cs"
     assert run("suite", "seal", "mt").exit_code == 0
+
+
+def test_every_run_of_a_suite_says_its_test_files_are_left_out(shop: Shop) -> None:
+    from orchestrator.run_document import suite_deviations
+    _ready(shop, "--test-files", "exclude", "--not-attempted", f"resolver-precision={REASON}",
+           "--not-attempted-source", f"resolver-precision={SOURCE}")
+    assert _add_tasks(shop, _json_records(shop, [{"id": "money", "symbol": "Money"}])
+                      ).exit_code == 0
+    loaded = suite.load_suite(shop.project / "suites", "shop-suite")
+    assert suite_deviations(loaded) == [
+        f"metric family resolver-precision not attempted: {REASON} ({SOURCE})",
+        "truth of locate and e2e-retrieval leaves out the test files the fix touched "
+        "(suite.toml test_files = \"exclude\")"]
