@@ -356,3 +356,20 @@ def test_every_run_of_a_suite_says_its_test_files_are_left_out(shop: Shop) -> No
         f"metric family resolver-precision not attempted: {REASON} ({SOURCE})",
         "truth of locate and e2e-retrieval leaves out the test files the fix touched "
         "(suite.toml test_files = \"exclude\")"]
+
+
+def test_a_toml_records_file_reads_as_its_json_twin(tmp_path: Path) -> None:
+    toml_file = tmp_path / "records.toml"
+    toml_file.write_text('version = 1\n\n[[record]]\nid = "money"\nsymbol = "Money"\n\n'
+                         '[record.commands.references.rg]\nargv = ["rg", "{symbol}"]\n\n'
+                         '[record.published.references.rg]\nsource = "a paper, 2026"\n'
+                         'bytes = 120\npath_prefix = "corpus/"\ngrade = "partial"\n'
+                         'recall = "0.50"\ntool_version = "ripgrep 15.2.0"\n')
+    json_file = tmp_path / "records.json"
+    json_file.write_text(json.dumps({"version": 1, "record": [{
+        "id": "money", "symbol": "Money",
+        "commands": {"references": {"rg": {"argv": ["rg", "{symbol}"]}}},
+        "published": {"references": {"rg": PUBLISHED}}}]}))
+    as_toml, as_json = read_records(toml_file), read_records(json_file)
+    assert [r.commands for r in as_toml[1]] == [r.commands for r in as_json[1]]
+    assert [r.published for r in as_toml[1]] == [r.published for r in as_json[1]]
