@@ -6,10 +6,12 @@ pristine corpus and the bare mirror), then `sandbench suite seal`, each run as t
 The records come from the mirror's commits after the pin that change .cs files tracked at the
 pin: one record per changed non-test file (its commit as the fix, the first type it declares as
 the symbol, the file as the seed: locate, e2e-retrieval, references, impact), one record whose
-fix is two commits (unioned), then symbol-only records until the tasks number exactly 50. The
-records are chosen once, untimed, so that every one makes its tasks (a non-empty core and
-graded set). Prints the median of each phase and of the whole over the reps, and writes them
-to bench/benchmarks/authoring.json (or --out).
+fix is two commits (unioned), then symbol-only records until the tasks number exactly 50. Each
+task carries its own rg command (`commands`), and a task whose truth the suite's top-5 cut or
+20-file cap cannot reach is kept disclosed (`accept_unreachable`), as an author would. The
+records (a JSON records file) are chosen once, untimed, so that every one makes its tasks (a
+non-empty core and graded set). Prints the median of each phase and of the whole over the reps,
+and writes them to bench/benchmarks/authoring.json (or --out).
 
     .venv/bin/python -m benchmarks.authoring_bench --mirror PATH/MassTransit+MassTransit/repo \
         [--tasks 50] [--reps 5] [--out FILE]
@@ -18,6 +20,7 @@ to bench/benchmarks/authoring.json (or --out).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -27,7 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from orchestrator import corpus, suite, toml_text, truth_rules
+from typing import Any
+
+from orchestrator import corpus, suite, truth_rules
 from orchestrator.corpus import foreign
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.settings import load_settings
@@ -35,6 +40,19 @@ from orchestrator.settings import load_settings
 CORPUS = "csharp"
 ARMS = "rg,ast-grep"
 KINDS_PER_FULL_RECORD = 4
+TOP_K, PRECISION_CAP = 5, 20  # suite new's defaults
+
+
+def _commands(body: dict[str, Any], kinds: list[str]) -> dict[str, Any]:
+    """An rg command per kind the record makes, as a published task would carry it."""
+    word = str(body.get("symbol") or "")
+    argv = {"references": ["rg", "-n", "-w", "-g", "*.cs", "{symbol}", "{corpus}"],
+            "impact": ["rg", "-l", "-w", "-g", "*.cs", word, "{corpus}"],
+            "locate": ["rg", "-l", "-w", "-g", "*.cs", word, "{corpus}"],
+            "e2e-retrieval": ["rg", "-l", "-w", "-g", "*.cs", word, "{corpus}"]}
+    return {kind: {"rg": {"argv": argv[kind], **({} if kind == "references"
+                                                  else {"output": "file-list"})}}
+            for kind in kinds}
 
 
 def _fix_commits(mirror: foreign.Foreign, pin: str) -> list[str]:
@@ -53,23 +71,27 @@ def _usable(sources: truth_rules.Sources, symbol: str, seed: str | None,
 
 
 def records(mirror: foreign.Foreign, pristine: foreign.Foreign, pin: str, tasks: int) -> str:
-    """A records file making exactly `tasks` tasks from the mirror's fixes after the pin."""
+    """A JSON records file making exactly `tasks` tasks from the mirror's fixes after the pin."""
     sources = truth_rules.Sources(pristine)
     at_pin = set(sources.tracked())
     fixes = _fix_commits(mirror, pin)
     if len(fixes) < 2:
         sys.exit(f"benchmarks.authoring_bench: the mirror holds {len(fixes)} commit(s) after the "
                  f"pin changing .cs files; 2 or more are needed")
-    out = ["version = 1", 'language = "csharp"', ""]
+    out: list[dict[str, Any]] = []
     made, symbols = 0, set()
 
-    def record(body: dict[str, object]) -> None:
-        out.append("[[record]]")
-        for key, value in body.items():
-            shown = toml_text.array(value) if isinstance(value, list) else \
-                toml_text.string(str(value))
-            out.append(f"{key} = {shown}")
-        out.append("")
+    def record(body: dict[str, Any]) -> None:
+        kinds = ["references"]
+        if "fix" in body:
+            kinds = ["locate", "e2e-retrieval", "references", "impact"]
+            touched = [p for p, _ in truth_rules.fix_files(mirror, body["fix"]) if p in at_pin]
+            graded = [p for p in truth_rules.impact(sources, body["seed"], mirror,
+                                                    body["fix"]).graded if p in at_pin]
+            far = [*(["e2e-retrieval"] if len(touched) > TOP_K else []),
+                   *(["impact"] if len(graded) > PRECISION_CAP else [])]
+            body = {**body, **({"accept_unreachable": far} if far else {})}
+        out.append({**body, "commands": _commands(body, kinds)})
 
     n = 0
     for sha in [*fixes, "union"]:
@@ -104,7 +126,7 @@ def records(mirror: foreign.Foreign, pristine: foreign.Foreign, pin: str, tasks:
                 made += 1
     if made != tasks:
         sys.exit(f"benchmarks.authoring_bench: the records make {made} tasks, not {tasks}")
-    return "\n".join(out)
+    return json.dumps({"version": 1, "language": "csharp", "record": out}, indent=1) + "\n"
 
 
 def _project(root: Path, source: Path) -> Path:
@@ -153,7 +175,7 @@ def main() -> None:
         with foreign.opened(args.mirror, "--mirror") as mirror, \
                 foreign.opened(pristine, "the pristine copy") as checkout:
             text = records(mirror, checkout, pin.sha, args.tasks)
-        records_file = root / "records.toml"
+        records_file = root / "records.json"
         records_file.write_text(text)
         project = _project(root, settings.project_root)
         env = {**os.environ, "SANDBENCH_PROJECT": str(project),
@@ -175,7 +197,7 @@ def main() -> None:
     medians = {key: statistics.median(values) for key, values in phases.items()}
     result = {"tasks": args.tasks, "reps": args.reps, "corpus": {"id": CORPUS, "sha": pin.sha},
               "median_s": medians, "runs_s": phases, "load_average": os.getloadavg(),
-              "records": text.count("[[record]]")}
+              "records": len(json.loads(text)["record"])}
     out = args.out or settings.bench_root / "benchmarks" / "authoring.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out, result)

@@ -42,8 +42,10 @@ seed = "src/Shop/Money.cs"
 """
 INNER = ("import sys, time; from pathlib import Path; from orchestrator import authoring; "
          "from orchestrator.settings import load_settings; s = load_settings(); "
+         "import inspect; kw = {'command': 'cmd'} if 'command' in "
+         "inspect.signature(authoring.add_tasks).parameters else {}; "  # before: it took one
          "t = time.perf_counter(); authoring.add_tasks(s, 'shop-suite', Path(sys.argv[1]), "
-         "Path(sys.argv[2]), 'cmd', today='2026-01-01'); print(time.perf_counter() - t)")
+         "Path(sys.argv[2]), today='2026-01-01', **kw); print(time.perf_counter() - t)")
 
 
 def git(*args: str, cwd: Path | None = None) -> str:

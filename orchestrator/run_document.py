@@ -333,14 +333,23 @@ def arm_record(arm: PlannedArm, lock: ImageLock) -> ArmRecord:
                      image_size_bytes=entry.get("size_bytes"), artifact=entry.get("artifact"))
 
 
+def suite_deviations(the_suite: suite.Suite) -> list[str]:
+    """What the suite's declared choices leave out, said in every run of it."""
+    said = [f"metric family {family} not attempted: {reason} ({source})"
+            for family, (reason, source) in the_suite.families_not_attempted.items()]
+    if the_suite.test_files == "exclude":
+        said.append("truth of locate and e2e-retrieval leaves out the test files the fix "
+                    "touched (suite.toml test_files = \"exclude\")")
+    return said
+
+
 def new(*, run_id: str, the_suite: suite.Suite, planned: Sequence[PlannedArm],
         pin: CorpusPin, info: PristineInfo, pristine_digest: str,
         engine_version: Mapping[str, Any], engines: Sequence[dict[str, Any]], lock: ImageLock,
         user: str, bench_root: Path, exec_path: str) -> RunDoc:
     """A new run's document, every deviation it has from its start disclosed."""
     deviations = [f"arm {a.name} not run: {a.unavailable}" for a in planned if a.unavailable]
-    deviations += [f"metric family {family} not attempted: {reason} ({source})"
-                   for family, (reason, source) in the_suite.families_not_attempted.items()]
+    deviations += suite_deviations(the_suite)
     if pin.status != "registered":
         deviations.insert(0, f"corpus {pin.id} ({pin.repo} @ {pin.sha}) is a proposed "
                              f"substitute, not a registered corpus: {pin.note}")

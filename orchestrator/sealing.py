@@ -15,7 +15,8 @@ from orchestrator.errors import InputError
 from orchestrator.predictions.model import PREDICTIONS
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
 from orchestrator.settings import Settings
-from orchestrator.suite_model import MANIFEST, PARSERS_PACKAGE, PREREGISTRATION, SCORER_ENTRY, Suite
+from orchestrator.suite_model import (MANIFEST, PARSERS_PACKAGE, PREREGISTRATION, RECORDS_DIR,
+                                      SCORER_ENTRY, Suite)
 
 
 def _is_tool_parser(module: str) -> bool:
@@ -68,6 +69,7 @@ def sealed_inputs(suite: Suite, settings: Settings) -> dict[str, str]:
     root = settings.project_root
     files = [suite.path / "suite.toml", suite.path / PREREGISTRATION,
              *(t.path for t in suite.tasks),
+             *sorted(p for p in (suite.path / RECORDS_DIR).glob("*") if p.is_file()),
              *(settings.arms_dir / f"{arm}.toml" for arm in suite.arms)]
     if (predictions := suite.path / PREDICTIONS).is_file():
         files.append(predictions)  # the suite's registered predictions, when it has them

@@ -26,9 +26,9 @@ from orchestrator.suite_model import (
     BAND_KEYS, COMMAND_KEYS, COMMAND_OUTPUTS, CORPUS_ROOT, DECIMAL, EDGE_BAND_KEYS,
     FAMILIES, GRADING_CHOICES, GRADING_KEYS, GradingRules, LANGUAGES, MANIFEST,
     OPTIONAL_SUITE_KEYS, OPTIONAL_TASK_KEYS, ORACLE_KEYS, ORACLE_OPTIONAL_KEYS, OracleRef,
-    PARSERS_PACKAGE, PREREGISTRATION, PUBLISHED_KEYS, PUBLISHED_OPTIONAL_KEYS, Published,
-    SCORER_ENTRY, SCRIPT_PLACEHOLDER, SCRIPT_PRELUDE, SUITE_KEYS, Suite, TASK_ID, TASK_KEYS,
-    TRUTH_DIR, TRUTH_KEYS, TRUTH_RULES, Task, TaskCommand, VERDICT_NAMES)
+    PARSERS_PACKAGE, PREREGISTRATION, PUBLISHED_KEYS, PUBLISHED_OPTIONAL_KEYS, RECORDS_DIR,
+    Published, SCORER_ENTRY, SCRIPT_PLACEHOLDER, SCRIPT_PRELUDE, SUITE_KEYS, Suite, TASK_ID,
+    TASK_KEYS, TEST_FILES, TRUTH_DIR, TRUTH_KEYS, TRUTH_RULES, Task, TaskCommand, VERDICT_NAMES)
 from orchestrator.suite_model import COMPARABLE_KEY, COMPARABLE_SHAPE, comparable_seals
 from orchestrator.sealing import (
     SealDifference, corpus_pin, every_scorer_source, manifest_sha256, parser_module,
@@ -40,9 +40,9 @@ __all__ = [
     "EDGE_BAND_KEYS", "FAMILIES", "GRADING_CHOICES", "GRADING_KEYS", "GradingRules",
     "LANGUAGES", "MANIFEST", "OPTIONAL_SUITE_KEYS", "OPTIONAL_TASK_KEYS", "ORACLE_KEYS",
     "ORACLE_OPTIONAL_KEYS", "OracleRef", "PARSERS_PACKAGE", "PREREGISTRATION",
-    "PUBLISHED_KEYS", "PUBLISHED_OPTIONAL_KEYS", "Published", "SCORER_ENTRY",
+    "PUBLISHED_KEYS", "PUBLISHED_OPTIONAL_KEYS", "Published", "RECORDS_DIR", "SCORER_ENTRY",
     "SCRIPT_PLACEHOLDER", "SCRIPT_PRELUDE", "SUITE_KEYS", "SealDifference", "Suite",
-    "TASK_ID", "TASK_KEYS", "TRUTH_DIR", "TRUTH_KEYS", "TRUTH_RULES", "Task",
+    "TASK_ID", "TASK_KEYS", "TEST_FILES", "TRUTH_DIR", "TRUTH_KEYS", "TRUTH_RULES", "Task",
     "TaskCommand", "VERDICT_NAMES", "check_truth_at_pin", "corpus_pin",
     "every_scorer_source", "known_suites", "load_suite", "load_task", "manifest_sha256",
     "parser_module", "scorer_sources", "seal", "sealed_inputs", "truth_rule",
@@ -61,7 +61,7 @@ def _str_list(path: Path, key: str, value: Any, allow_empty: bool) -> list[str]:
     return [repo_path(path, key, v) for v in value]
 
 
-def _grading(path: Path, table: Any) -> dict[str, Any]:
+def grading(path: Path, table: Any) -> dict[str, Any]:
     """A [grading] table: each key one of the rules, each value one of its choices."""
     if not isinstance(table, dict):
         raise _bad(path, "grading", f"a table of {list(GRADING_KEYS)}", table)
@@ -78,7 +78,7 @@ def _grading(path: Path, table: Any) -> dict[str, Any]:
     return dict(table)
 
 
-def _check_rules(path: Path, rules: GradingRules, declared: dict[str, Any]) -> None:
+def check_rules(path: Path, rules: GradingRules, declared: dict[str, Any]) -> None:
     """The rules a file leaves in force are whole: a multiple of the graded set needs its
     multiple, and a multiple is read only as one."""
     if rules.precision_cap == "graded-multiple" and rules.precision_cap_multiple is None:
@@ -205,7 +205,7 @@ def load_task(path: Path) -> Task:
     return Task(id=data["id"], kind=kind, language=data["language"],
                 explanation=data["explanation"], input=dict(inputs), truth=dict(truth),
                 path=path, commands=_commands(path, kind, data.get("commands", {})),
-                grading=_grading(path, data.get("grading", {})),
+                grading=grading(path, data.get("grading", {})),
                 published=_published(path, data.get("published", {})))
 
 
@@ -308,17 +308,19 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
             number(path, f"bands.{key}", value, "a fraction from 0 to 1", minimum=0, maximum=1)
     if not isinstance(data["corpus"], str):
         raise _bad(path, "corpus", "the id of a corpus in corpus.lock", data["corpus"])
+    if data.get("test_files", TEST_FILES[0]) not in TEST_FILES:
+        raise _bad(path, "test_files", " or ".join(TEST_FILES), data["test_files"])
     _check_project(path, suites_dir.parent, data["corpus"], arms)
-    oracle = _oracle_ref(path, data.get("oracle"))
-    declared = _grading(path, data.get("grading", {}))
+    oracle = oracle_ref(path, data.get("oracle"))
+    declared = grading(path, data.get("grading", {}))
     rules = GradingRules().over(declared)
-    _check_rules(path, rules, declared)
+    check_rules(path, rules, declared)
     tasks = tuple(load_task(p) for p in sorted((folder / "tasks").glob("*.toml")))
     if not tasks:
         raise InputError(f"{folder / 'tasks'}: the suite has no tasks", file=str(folder))
     _check_commands(suites_dir.parent, tasks, arms)
     for task in tasks:
-        _check_rules(task.path, rules.over(task.grading), task.grading)
+        check_rules(task.path, rules.over(task.grading), task.grading)
         if strangers := sorted(set(task.published) - set(arms)):
             raise _bad(task.path, f"published.{strangers[0]}", f"one of the suite's arms "
                        f"{arms}", strangers[0])
@@ -335,10 +337,11 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
                  precision_cap=data["precision_cap"], top_k=data["top_k"],
                  bands={k: float(v) for k, v in bands.items()}, tasks=tasks, oracle=oracle,
                  tool_under_test=tool,
-                 families_not_attempted=_families(path, data.get("families_not_attempted", {})),
+                 families_not_attempted=families(path, data.get("families_not_attempted", {})),
                  grading=rules, grading_declared=tuple(k for k in GRADING_KEYS if k in declared),
                  truth_rule=truth_rule(path, data.get("truth_rule")),
-                 runtime=_runtime(path, data.get("runtime"), arms),
+                 test_files=data.get("test_files", TEST_FILES[0]),
+                 runtime=runtime(path, data.get("runtime"), arms),
                  predictions=load_predictions(folder, facts))
 
 
@@ -349,13 +352,13 @@ def truth_rule(path: Path, value: Any) -> str | None:
     return value
 
 
-def _runtime(path: Path, table: Any, arms: list[str]) -> runtimes.Choice:
+def runtime(path: Path, table: Any, arms: list[str]) -> runtimes.Choice:
     if table is not None and (wrong := runtimes.problem(table, arms)):
         raise _bad(path, *wrong)
     return runtimes.choice(table)
 
 
-def _families(path: Path, table: Any) -> dict[str, tuple[str, str]]:
+def families(path: Path, table: Any) -> dict[str, tuple[str, str]]:
     if not isinstance(table, dict):
         raise _bad(path, "families_not_attempted", "a table of families", table)
     out = {}
@@ -370,7 +373,7 @@ def _families(path: Path, table: Any) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _oracle_ref(path: Path, table: Any) -> OracleRef | None:
+def oracle_ref(path: Path, table: Any) -> OracleRef | None:
     if table is None:
         return None
     if not isinstance(table, dict) or not ORACLE_KEYS <= set(table) <= (

@@ -25,7 +25,7 @@ SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_
 # comparable_with: the seals of other suites whose runs `sandbench compare` may set beside this
 # suite's (see COMPARABLE).
 OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted", "tool_under_test", "grading",
-                       "truth_rule", "runtime", "comparable_with"}
+                       "truth_rule", "runtime", "comparable_with", "test_files"}
 COMPARABLE_KEY = "comparable_with"
 COMPARABLE_SHAPE = 'a list of "SUITE@SHA256" (a suite\'s name and the sha256 of its manifest.json)'
 _COMPARABLE_ITEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}@[0-9a-f]{64}")
@@ -42,6 +42,9 @@ def comparable_seals(value: Any) -> tuple[str, ...] | None:
 # Optional: the mechanical rule `sandbench suite add-tasks` computes a task's truth by (the rules
 # of orchestrator/truth_rules.py); a suite whose truth was written by hand declares none.
 TRUTH_RULES = ("text-v1", "text-v1-declaring-admissible")
+# Optional: whether the truth of locate and e2e-retrieval keeps the test files the fix touched
+# (include, the default and every suite's before the choice) or leaves them out.
+TEST_FILES = ("include", "exclude")
 FAMILIES = ("resolver-precision", "rust-edges", "typescript-reference-parity")
 ORACLE_KEYS = {"arm", "project"}
 ORACLE_OPTIONAL_KEYS = {"edges"}
@@ -93,6 +96,8 @@ TRUTH_KEYS = {"locate": ({"primary"}, {"touched", "types"}),
 TASK_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 MANIFEST = "manifest.json"
 PREREGISTRATION = "preregistration.md"
+# Where `suite add-tasks` copies each records file it made tasks from (sealed with the suite).
+RECORDS_DIR = "records"
 # The scorer's entry module: a suite's seal covers every module of the orchestrator package it
 # imports (orchestrator/importgraph.py), so a change to how a number is computed changes the
 # seal, except the per-tool parser modules: each suite's seal adds those of its own arms.
@@ -233,6 +238,7 @@ class Suite:
     # cannot run here; every run of the suite names it among its deviations.
     families_not_attempted: dict[str, tuple[str, str]] = field(default_factory=dict)
     truth_rule: str | None = None  # None: the suite's truth was not computed by a declared rule
+    test_files: str = TEST_FILES[0]  # locate/e2e-retrieval truth: test files included or not
     grading: GradingRules = GradingRules()
     grading_declared: tuple[str, ...] = ()  # the [grading] keys suite.toml states
 

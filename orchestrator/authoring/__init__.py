@@ -10,7 +10,8 @@ only as objects (`orchestrator.corpus.foreign`): no git runs in a repository the
 
 from orchestrator.authoring.new_suite import DEFAULT_BANDS, SuiteChoices, new_suite
 from orchestrator.authoring.pin import add_corpus
-from orchestrator.authoring.tasks import add_tasks, read_records
+from orchestrator.authoring.records import read_records
+from orchestrator.authoring.tasks import add_tasks
 
 __all__ = ["DEFAULT_BANDS", "SuiteChoices", "add_corpus", "add_tasks", "new_suite",
            "read_records"]

@@ -10,9 +10,11 @@ import tempfile
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from orchestrator import corpus, toml_text, truth_rules
 from orchestrator import suite as suite_mod
+from orchestrator.authoring import suite_tables
 from orchestrator.authoring._common import bad as _bad
 from orchestrator.fsutil import atomic_write_text
 from orchestrator.settings import Settings
@@ -41,6 +43,16 @@ class SuiteChoices:
     truth_rule: str = truth_rules.DEFAULT_RULE
     bands: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_BANDS))
     purpose: str | None = None
+    test_files: str = suite_mod.TEST_FILES[0]
+    grading: dict[str, Any] = field(default_factory=dict)
+    not_attempted: dict[str, tuple[str, str]] = field(default_factory=dict)
+    runtime: dict[str, Any] | None = None
+    oracle: dict[str, Any] | None = None
+
+    def tables(self) -> tuple[dict[str, Any], dict[str, tuple[str, str]], dict[str, Any] | None,
+                              dict[str, Any] | None]:
+        """The choices beyond the numbers, in suite_tables' order."""
+        return self.grading, self.not_attempted, self.runtime, self.oracle
 
 
 def _check_choices(settings: Settings, c: SuiteChoices) -> corpus.CorpusPin:
@@ -81,6 +93,9 @@ def _check_choices(settings: Settings, c: SuiteChoices) -> corpus.CorpusPin:
                        else "a fraction from 0 to 1", band)
     if c.purpose is not None and (not c.purpose.strip() or "\n" in c.purpose):
         raise _bad("--purpose", "one line saying what the suite measures", c.purpose)
+    suite_tables.check_tables(c.test_files, *c.tables(), c.arms)
+    if c.oracle is not None and not (settings.arms_dir / f"{c.oracle['arm']}.toml").is_file():
+        raise _bad("--oracle", f"an arm with a spec in {settings.arms_dir}", c.oracle["arm"])
     return pin
 
 
@@ -120,9 +135,12 @@ def suite_toml(c: SuiteChoices, pin: corpus.CorpusPin) -> str:
         f"top_k = {c.top_k}",
         "# The mechanical rule `sandbench suite add-tasks` computes each task's truth by.",
         f"truth_rule = {toml_text.string(c.truth_rule)}",
+        "# locate and e2e-retrieval: whether the truth keeps the test files the fix touched.",
+        f"test_files = {toml_text.string(c.test_files)}",
         "",
         "[bands]",
         *(f"{key} = {_number(c.bands[key])}" for key in DEFAULT_BANDS),
+        *suite_tables.toml_lines(*c.tables()),
     ]
     return "\n".join(lines) + "\n"
 
@@ -173,6 +191,7 @@ def preregistration(c: SuiteChoices, pin: corpus.CorpusPin, today: str) -> str:
         "record by `sandbench suite add-tasks`, on the pristine corpus and the corpus's "
         "mirror, before any arm runs; no arm's tool is run to produce it. Per kind:",
         *(f"  - `{kind}`: {rule}." for kind, rule in KIND_RULES.items()),
+        *suite_tables.prereg_lines(c.test_files, *c.tables()),
         "- **Bands:**\n",
         "| kind | `correct` | `partial` |",
         "| --- | --- | --- |",

@@ -18,6 +18,9 @@ REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 SPDX = re.compile(r"[A-Za-z0-9.+-]+(?: (?:AND|OR|WITH) [A-Za-z0-9.+-]+)*")
 KINDS = ("target", "held-out")
 STATUSES = ("registered", "proposed")
+# Where a mirror with no remote is taken to come from: the host of every corpus pinned so far,
+# the repository named by the mirror's owner+name folder (or --repo); --url says otherwise.
+DEFAULT_HOST = "https://github.com/"
 
 
 def _repo_of_url(url: str) -> str | None:
@@ -72,10 +75,13 @@ def add_corpus(lock: Path, corpus_id: str, *, sha: str, license_id: str, kind: s
     if mirror is not None:
         origin = _mirror_facts(mirror, sha)
         url = url or origin
+        repo = repo or _repo_of_path(mirror) or (_repo_of_url(url) if url else None)
+        if url is None and repo is not None and REPO.fullmatch(repo):
+            url = f"{DEFAULT_HOST}{repo}.git"
         if url is None:
             raise _bad("--url", f"the https:// git URL of the corpus (the mirror {mirror} "
-                       "names no https remote to take it from)", None)
-        repo = repo or _repo_of_path(mirror) or _repo_of_url(url)
+                       "names no https remote, and its path no owner+name folder)", None,
+                       fix="pass --url URL, or --repo OWNER/NAME")
     assert url is not None
     repo = repo or _repo_of_url(url)
     if repo is None or not REPO.fullmatch(repo):

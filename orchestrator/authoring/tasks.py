@@ -18,115 +18,20 @@ from typing import Any
 from orchestrator import corpus, toml_text, truth_rules
 from orchestrator import suite as suite_mod
 from orchestrator.authoring._common import bad as _bad
+from orchestrator.authoring.declared import (Declared, read_declared, task_tables, unreachable,
+                                             unreachable_fix)
 from orchestrator.authoring.new_suite import KIND_RULES
+from orchestrator.authoring.records import Record, read_records
 from orchestrator.corpus.foreign import Foreign, opened_if
 from orchestrator.errors import InputError
-from orchestrator.fsutil import atomic_write_text, read_toml
+from orchestrator.fsutil import atomic_write_bytes, atomic_write_text
 from orchestrator.kinds import INPUT_KEY
 from orchestrator.settings import Settings
-from orchestrator.shared_checks import repo_path
 from orchestrator.untrusted.text import markdown_cell, markdown_code_span
 
 
-RECORD_KEYS = {"id": str, "issue": str, "title": str, "ticket": str, "e2e_ticket": str,
-               "fix": list, "symbol": str, "seed": str, "kinds": list}
-RECORDS_KEYS = {"version", "language", "record"}
 LANG_EXT = suite_mod.LANGUAGES
-
-
-@dataclass(frozen=True)
-class Record:
-    """One line of work: an issue and its fix (locate, e2e-retrieval), a symbol (references),
-    a seed (impact). `file` and `key` (record[i]) name it in errors."""
-
-    file: str
-    key: str
-    id: str
-    kinds: tuple[str, ...]
-    issue: str | None = None
-    title: str | None = None
-    ticket: str | None = None
-    e2e_ticket: str | None = None
-    fix: tuple[str, ...] = ()
-    symbol: str | None = None
-    seed: str | None = None
-
-
-def read_records(path: Path) -> tuple[str, list[Record]]:
-    """The records file, or one InputError naming its key (record[i].KEY):
-
-        version = 1
-        language = "csharp"                  # optional: csharp (default) or typescript
-        [[record]]
-        id = "fault-headers"                 # the tasks' names: locate-ID, e2e-retrieval-ID, ...
-        issue = "MassTransit#6168"           # optional: where the record comes from
-        title = "Trim exception messages"    # optional: the issue's title
-        ticket = "When a consumer throws..." # optional: locate's input (default: the title)
-        e2e_ticket = "..."                   # optional: e2e-retrieval's input (default: ticket)
-        fix = ["333b5d6b6"]                  # optional: fix commits in the mirror (unioned)
-        symbol = "ExceptionUtil"             # optional: a references task
-        seed = "src/.../ExceptionUtil.cs"    # optional: an impact task (the fix unioned)
-        kinds = ["references"]               # optional: only these of the kinds it can make
-
-    A title or ticket with fix commits makes locate and e2e-retrieval, a symbol references, a
-    seed impact; (language, records)."""
-    data = read_toml(path)
-    if unknown := sorted(set(data) - RECORDS_KEYS):
-        raise _bad(unknown[0], f"one of {sorted(RECORDS_KEYS)}", unknown[0], path)
-    if data.get("version") != 1:
-        raise _bad("version", "1", data.get("version"), path)
-    language = data.get("language", "csharp")
-    if language not in ("csharp", "typescript"):
-        raise _bad("language", "csharp or typescript (the text rules' languages)", language,
-                   path)
-    table = data.get("record")
-    if not isinstance(table, list) or not table:
-        raise _bad("record", "one or more [[record]] tables", table, path)
-    records, seen = [], set()
-    for i, body in enumerate(table):
-        records.append(record := _record(path, i, body, language))
-        if record.id in seen:
-            raise _bad(f"record[{i}].id", "an id no other record has", record.id, path)
-        seen.add(record.id)
-    return language, records
-
-
-def _record(path: Path, i: int, body: dict[str, Any], language: str) -> Record:
-    def bad(key: str, expected: str, found: object) -> InputError:
-        return _bad(f"record[{i}].{key}", expected, found, path)
-
-    if unknown := sorted(set(body) - set(RECORD_KEYS)):
-        raise bad(unknown[0], f"one of {sorted(RECORD_KEYS)}", unknown[0])
-    for key, kind in RECORD_KEYS.items():
-        if key in body and (not isinstance(body[key], kind) or not body[key]):
-            raise bad(key, "a non-empty list" if kind is list else "a non-empty string",
-                      body[key])
-    if not isinstance(body.get("id"), str) or not suite_mod.TASK_ID.match(body["id"]):
-        raise bad("id", "a record id of lower-case letters, digits and dashes", body.get("id"))
-    fixes = body.get("fix", [])
-    for sha in fixes:
-        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{7,40}", sha):
-            raise bad("fix", "commits of 7 to 40 lower-case hex digits", sha)
-    ticket = body.get("ticket") or body.get("title")
-    possible = [*(("locate", "e2e-retrieval") if fixes and ticket else ()),
-                *(("references",) if "symbol" in body else ()),
-                *(("impact",) if "seed" in body else ())]
-    kinds = body.get("kinds", possible)
-    if not possible:
-        raise bad("kinds", "a record that makes a task: a title or ticket with fix commits "
-                  "(locate, e2e-retrieval), a symbol (references) or a seed (impact)", None)
-    if unmade := [k for k in kinds if k not in possible]:
-        raise bad("kinds", f"kinds this record's fields make: {possible}", unmade[0])
-    if "impact" in kinds and language != "csharp":
-        raise bad("seed", "no seed: the impact rule declares C# types only", body["seed"])
-    if "seed" in body:
-        repo_path(f"{path} record[{i}]", "seed", body["seed"])
-    if "symbol" in body and not re.fullmatch(r"[A-Za-z_]\w*", body["symbol"]):
-        raise bad("symbol", "an identifier (letters, digits, underscores)", body["symbol"])
-    return Record(file=str(path), key=f"record[{i}]", id=body["id"], kinds=tuple(kinds),
-                  issue=body.get("issue"), title=body.get("title"), ticket=ticket,
-                  e2e_ticket=body.get("e2e_ticket") or ticket, fix=tuple(fixes),
-                  symbol=body.get("symbol"), seed=body.get("seed"))
+RECORDS_DIR = suite_mod.RECORDS_DIR
 
 
 @dataclass(frozen=True)
@@ -137,17 +42,19 @@ class Made:
     kind: str
     text: str
     record: Record
+    unreachable: str | None = None  # why it can never be correct, kept as its record accepts
 
 
 class _Context:
     """What every record's truth is computed from: the pristine corpus at the pin, its mirror,
-    the rule, and the command quoted into each task."""
+    the suite's declared choices, and the command quoted into each task."""
 
-    def __init__(self, checkout: Foreign, sha: str, corpus_id: str, rule: str,
+    def __init__(self, checkout: Foreign, sha: str, declared: Declared,
                  language: str, mirror: Foreign | None, command: str) -> None:
-        self.rule, self.language, self.mirror = rule, language, mirror
+        self.declared, self.rule = declared, declared.rule
+        self.language, self.mirror = language, mirror
         self.ext = LANG_EXT[language]
-        self.corpus, self.sha = corpus_id, sha
+        self.corpus, self.sha = declared.corpus, sha
         self.command = command
         self.pristine = checkout.path
         if mirror is not None and mirror.commit(sha) is None:
@@ -238,15 +145,37 @@ def _tasks_of(ctx: _Context, record: Record) -> list[Made]:
 
     def add(kind: str, explanation: str, value: str, truth: dict[str, Any]) -> None:
         task_id = f"{kind}-{record.id}"
-        made.append(Made(task_id, kind, _task_text(task_id, kind, ctx.language, explanation,
-                                                   {INPUT_KEY[kind]: value}, truth), record))
+        why = unreachable(ctx.declared, kind, truth)
+        accepted = kind in record.accept_unreachable
+        if why and not accepted:
+            raise ctx.bad(record, "kinds", f"tasks that can be graded correct under the "
+                          f"suite's cut and cap ({ctx.declared.path})", f"{task_id}: {why}",
+                          fix=unreachable_fix(record.id, kind))
+        if accepted and not why:
+            raise ctx.bad(record, "accept_unreachable", "only kinds whose task can never be "
+                          "graded correct", kind, fix=f"remove {kind!r} from it")
+        if why:
+            explanation += (f" It can never be graded correct: {why}. Kept as its record "
+                            f"accepts (accept_unreachable), disclosed in the preregistration.")
+        text = _task_text(task_id, kind, ctx.language, explanation, {INPUT_KEY[kind]: value},
+                          truth) + task_tables(ctx.declared, record.key, record, kind)
+        made.append(Made(task_id, kind, text, record, why))
 
     if {"locate", "e2e-retrieval"} & set(record.kinds):
         kept, _, said = _fix_truth(ctx, record, shas)
         files = [p for p, _ in kept]
+        tests = [p for p in files if truth_rules.is_test(p)]
+        if ctx.declared.test_files == "exclude":
+            files = [p for p in files if p not in tests]
+            said += (f" Test files left out (the suite's test_files = \"exclude\"): "
+                     f"{', '.join(tests) or 'none'}.")
+        elif tests:
+            said += " Test files kept (the suite's test_files = \"include\")."
         if not files:
             raise ctx.bad(record, "fix", f"fix commits touching a .{ctx.ext} file tracked "
-                          "at the pin (else locate and e2e-retrieval have no truth)", record.fix)
+                          "at the pin (else locate and e2e-retrieval have no truth)"
+                          + (", not a test file" if ctx.declared.test_files == "exclude"
+                             else ""), record.fix)
         assert record.ticket is not None and record.e2e_ticket is not None
         if "locate" in record.kinds:
             primary = next((p for p in files if not truth_rules.is_test(p)), None)
@@ -299,9 +228,10 @@ def _tasks_of(ctx: _Context, record: Record) -> list[Made]:
 
 
 def add_tasks(settings: Settings, name: str, records_file: Path, mirror: Path | None,
-              command: str, today: str | None = None) -> list[Path]:
-    """Make the task files of every record and append their list to the preregistration;
-    nothing is written unless every task is made and checked. The files written."""
+              today: str | None = None) -> list[Path]:
+    """Make the task files of every record, copy the records file into the suite (sealed with
+    it, quoted by its path there) and append the tasks' list to the preregistration; nothing is
+    written unless every task is made and checked. The task files written."""
     folder = settings.suites_dir / name
     if not (folder / "suite.toml").is_file():
         raise InputError(f"unknown suite {name!r}", fix=f"sandbench suite new {name} ...")
@@ -309,25 +239,24 @@ def add_tasks(settings: Settings, name: str, records_file: Path, mirror: Path | 
         raise InputError(f"suite {name!r} is sealed ({folder / suite_mod.MANIFEST}): tasks are "
                          "added before the seal, as the preregistration says",
                          fix="make a new suite for new tasks", file=str(folder))
-    declared = read_toml(folder / "suite.toml")
-    rule = suite_mod.truth_rule(folder / "suite.toml", declared.get("truth_rule"))
-    if rule is None:
-        raise _bad("truth_rule", f"one of {list(suite_mod.TRUTH_RULES)} (the rule add-tasks "
-                   "computes truth by)", None, folder / "suite.toml")
-    if not isinstance(corpus_id := declared.get("corpus"), str):
-        raise _bad("corpus", "the id of a corpus in corpus.lock", corpus_id,
-                   folder / "suite.toml")
+    declared = read_declared(folder / "suite.toml")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", records_file.name):
+        raise _bad("--records", "a file named with letters, digits, dots, dashes and "
+                   "underscores (it is copied into the suite under its name)", records_file.name)
     language, records = read_records(records_file)
+    quoted = f"{settings.suites_dir.name}/{name}/{RECORDS_DIR}/{records_file.name}"
+    command = f"sandbench suite add-tasks {name} --records {quoted}" + (
+        " --mirror MIRROR" if mirror is not None else "")
     lock = corpus.lock_path(settings)
-    pin = corpus.pin_for(corpus.load_lock(lock), corpus_id, lock)
-    pristine = corpus.corpus_dir(settings, corpus_id)
+    pin = corpus.pin_for(corpus.load_lock(lock), declared.corpus, lock)
+    pristine = corpus.corpus_dir(settings, declared.corpus)
     fetched = pristine if (pristine / ".git").is_dir() else None
     with opened_if(fetched, "the pristine copy") as checkout:
         if checkout is None or pin.sha is None or checkout.head() != pin.sha:
-            raise InputError(f"corpus {corpus_id!r} is not fetched at its pin ({pristine})",
-                             fix=pin.fetch_hint(), file=str(pristine))
+            raise InputError(f"corpus {declared.corpus!r} is not fetched at its pin "
+                             f"({pristine})", fix=pin.fetch_hint(), file=str(pristine))
         with opened_if(mirror, "--mirror") as fixes:
-            ctx = _Context(checkout, pin.sha, corpus_id, rule, language, fixes, command)
+            ctx = _Context(checkout, pin.sha, declared, language, fixes, command)
             made = [task for record in records for task in _tasks_of(ctx, record)]
     tasks_dir = folder / "tasks"
     for task in made:
@@ -335,16 +264,20 @@ def add_tasks(settings: Settings, name: str, records_file: Path, mirror: Path | 
             raise _bad(f"{task.record.key}.id", "a record whose tasks do not exist yet "
                        "(add-tasks never overwrites)", task.record.id, task.record.file,
                        fix=f"{existing} exists: give the record another id")
+    copy, copied = _records_copy(folder, records_file)
     tasks_dir.mkdir(exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".add-tasks-", dir=tasks_dir))
     try:
         for task in made:
             atomic_write_text(staging / f"{task.id}.toml", task.text)
-            suite_mod.load_task(staging / f"{task.id}.toml")  # reads back as a valid task
+            _read_back(staging / f"{task.id}.toml", task)
         prereg = folder / suite_mod.PREREGISTRATION
-        section = _prereg_section(records_file, command, rule, made,
+        section = _prereg_section(quoted, command, declared.rule, made,
                                   today or datetime.datetime.now(datetime.UTC).date().isoformat())
         text = prereg.read_text(encoding="utf-8") if prereg.is_file() else ""
+        if copied is not None:
+            copy.parent.mkdir(exist_ok=True)
+            atomic_write_bytes(copy, copied)
         written = []
         for task in made:
             os.rename(staging / f"{task.id}.toml", dest := tasks_dir / f"{task.id}.toml")
@@ -355,7 +288,31 @@ def add_tasks(settings: Settings, name: str, records_file: Path, mirror: Path | 
     return written
 
 
-def _prereg_section(records_file: Path, command: str, rule: str, made: list[Made],
+def _records_copy(folder: Path, records_file: Path) -> tuple[Path, bytes | None]:
+    """Where the records file is copied in the suite, and its bytes to write (None: the same
+    file is there already); a different file of that name is never overwritten."""
+    copy = folder / RECORDS_DIR / records_file.name
+    data = records_file.read_bytes()
+    if copy.is_file() and copy.read_bytes() != data:
+        raise _bad("--records", f"a records file whose name is not taken in {copy.parent} "
+                   "(each records file is copied and sealed with the suite)", records_file.name,
+                   fix=f"{copy} holds other records: rename your file")
+    return copy, None if copy.is_file() else data
+
+
+def _read_back(path: Path, task: Made) -> None:
+    """The task file reads back as a valid task; else the error names the record it came from
+    (a record's commands and published tables are checked here, by the task loader)."""
+    try:
+        suite_mod.load_task(path)
+    except InputError as err:
+        raise InputError(f"{task.record.file}: {task.record.key} (id {task.record.id!r}) makes "
+                         f"task {task.id}, which the task loader refuses: {err.what}",
+                         fix="fix the record's commands or published tables as said",
+                         file=task.record.file, key=task.record.key) from err
+
+
+def _prereg_section(records_file: str, command: str, rule: str, made: list[Made],
                     today: str) -> str:
     rows: list[str] = []
     by_record: dict[str, list[Made]] = {}
@@ -368,9 +325,14 @@ def _prereg_section(records_file: Path, command: str, rule: str, made: list[Made
         fix = ", ".join(markdown_code_span(s[:12]) for s in record.fix) or "none"
         rows.append(f"| {markdown_cell(record_id)} | {markdown_cell(issue)} | {fix} | "
                     + ", ".join(markdown_cell(t.id) for t in tasks) + " |")
+    accepted = [f"- {markdown_cell(t.id)} can never be graded correct: {t.unreachable} "
+                "(its record's accept_unreachable)." for t in made if t.unreachable]
     return "\n".join([
-        f"## Tasks from {markdown_code_span(records_file.name)} (added {today})\n",
+        f"## Tasks from {markdown_code_span(records_file.rpartition('/')[2])} (added {today})\n",
         f"{len(made)} tasks made by {markdown_code_span(command)} before any arm has run, "
         f"their truth by the declared rule `{rule}`; each task file quotes its rule and the "
-        "command that printed its sets.\n",
-        "| record | issue | fix | tasks |", "| --- | --- | --- | --- |", *rows]) + "\n"
+        f"command that printed its sets. The records file is copied into the suite as "
+        f"{markdown_code_span(records_file)} and sealed with it.\n",
+        "| record | issue | fix | tasks |", "| --- | --- | --- | --- |", *rows,
+        *(["", "Kept although they can never be graded correct under the suite's cut or "
+            "cap:\n", *accepted] if accepted else [])]) + "\n"

@@ -100,8 +100,9 @@ def add(corpus_id: str = typer.Argument(..., metavar="ID", show_default=False,
                                          "or its origin) and URL (its https origin) are read "
                                          "from it."),
         url: str = typer.Option(None, "--url", metavar="URL",
-                                help="The https:// git URL (the one network source); needed "
-                                     "when the mirror names no https origin."),
+                                help="The https:// git URL (the one network source); without "
+                                     "it, the mirror's https origin, else the repository "
+                                     "(owner+name folder or --repo) on the default host."),
         sha: str = typer.Option(..., "--sha", metavar="SHA",
                                 help="The full commit to pin (40 hex digits)."),
         license_id: str = typer.Option(..., "--license", metavar="SPDX",
@@ -130,4 +131,7 @@ def add(corpus_id: str = typer.Argument(..., metavar="ID", show_default=False,
     typer.echo(f"pinned {terminal(pin.id)} = {terminal(pin.repo)} @ {pin.sha} in {lock_file}")
     if source is None:
         typer.echo("the sha is not checked yet (no mirror given): `corpus fetch` checks it")
+    elif url is None:
+        typer.echo(f"url {terminal(pin.url)}: read from the mirror (its origin, or its "
+                   "repository on the default host); pass --url if it lives elsewhere")
     typer.echo(f"next: {terminal(pin.fetch_hint())}")

@@ -177,8 +177,9 @@ def test_pin_create_add_tasks_then_the_suite_loads_and_seals(shop: Shop) -> None
         "src/Shop/Cart.cs", "src/Shop/Price.cs", "tests/Shop.Tests/MoneyTests.cs"]
     # each task quotes its rule and the commands that made it and printed its sets
     text = " ".join(tasks["impact-price-and-cart"].explanation.split())
-    assert f"sandbench suite add-tasks shop-suite --records {_records(shop)} --mirror MIRROR" \
-        in text
+    assert ("sandbench suite add-tasks shop-suite --records suites/shop-suite/records/"
+            "records.toml --mirror MIRROR") in text
+    assert str(shop.project) not in (folder / "tasks" / "impact-price-and-cart.toml").read_text()
     assert (f"sandbench truth rule impact PRISTINE src/Shop/Money.cs --mirror MIRROR --fix "
             f"{shop.fix1} --fix {shop.fix2}") in text
     assert "Rule (impact, the suite's declared text-v1)" in text
@@ -221,7 +222,7 @@ def test_suite_new_writes_the_declared_choices(shop: Shop) -> None:
     assert data == {"version": 1, "name": "shop-suite", "corpus": "shop",
                     "arms": ["rg", "ast-grep"], "baseline": "rg", "reps": 2, "timeout_s": 90,
                     "precision_cap": 30, "top_k": 7, "truth_rule": "text-v1",
-                    "bands": {"references_correct_recall": 0.75,
+                    "test_files": "include", "bands": {"references_correct_recall": 0.75,
                               "references_correct_max_outside": 2,
                               "references_partial_recall": 0.5,
                               "impact_partial_fraction": 0.5}}
@@ -251,7 +252,6 @@ def test_corpus_add_derives_repo_and_url_from_the_mirror(shop: Shop) -> None:
 @pytest.mark.parametrize(("args", "said"), [
     (("--url", URL, "--sha", "abc123"), "--sha: expected a full commit sha"),
     (("--url", URL, "--sha", "f" * 40), "--sha: expected a commit of the mirror"),
-    (("--sha", "PIN"), "--url: expected the https:// git URL of the corpus"),
     (("--url", "http://x/a/b.git", "--sha", "PIN"), "--url: expected an https:// git URL"),
     (("--url", URL, "--sha", "PIN", "--kind", "demo"), "--kind: expected target or held-out"),
     (("--url", URL, "--sha", "PIN", "--license", "not a licence"), "--license: expected"),
@@ -314,7 +314,7 @@ def test_suite_new_never_overwrites(shop: Shop) -> None:
     (lambda t: t.replace('symbol = "Tax"', 'symbl = "Tax"'), "record[1].symbl: expected one of"),
     (lambda t: t.replace('id = "tax"', 'id = "price-and-cart"'),
      "record[1].id: expected an id no other record has"),
-    (lambda t: t.replace('"FIX2"', '"xyz"'), "record[0].fix: expected commits of 7 to 40"),
+    (lambda t: t.replace('"FIX2"', '"xyz"'), "record[0].fix[1]: expected commits of 7 to 40"),
     (lambda t: t.replace('"FIX2"', '"abcdef1234"'), "record[0].fix: expected a commit of the "
                                                     "mirror"),
     (lambda t: t.replace('"FIX2"', '"BEFORE"'), "record[0].fix: expected a commit after the pin"),
