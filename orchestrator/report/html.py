@@ -23,53 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.fsutil import atomic_write_text
-from orchestrator.report import edges, grading, leaders, plots, predictions, tables
+from orchestrator.report import (edges, grading, leaders, notes, plots, predictions, tables,
+                                 tasks, verdict)
 from orchestrator.report.markdown import TITLE, disclosure
-from orchestrator.report.plots import FONT
+from orchestrator.report.page_style import CSP, STYLE
 from orchestrator.untrusted.text import terminal, visible
 
 SUFFIX = ".html"
 PLOT_IDS = ("plot-correctness", "plot-cost", "plot-timing")
-# No fetch of any kind: scripts and styles only inline, images only from data: or blob: URLs
-# (plotly's "download as PNG" makes one).
-CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-       "img-src data: blob:; base-uri 'none'; form-action 'none'")
 _NUMBER = re.compile(r"-?[\d,]+(\.\d+)?")
 MAX_DIFF_LINE = 160
-
-STYLE = """
-:root { color-scheme: light; }
-body { font-family: FONT; margin: 0; color: #1b1b1b; background: #fff; line-height: 1.45; }
-main { max-width: 1200px; margin: 0 auto; padding: 1rem 1.5rem 4rem; }
-h1 { font-size: 1.6rem; margin-top: 0.5rem; }
-h2 { font-size: 1.3rem; margin-top: 2.2rem; border-bottom: 1px solid #ddd; }
-h3 { font-size: 1.05rem; margin-top: 1.4rem; }
-pre { background: #f6f6f6; padding: 0.6rem 0.8rem; font-size: 0.85rem;
-      white-space: pre-wrap; overflow-wrap: anywhere; }
-h1, p, dd, summary, figcaption { overflow-wrap: anywhere; }
-code { font-size: 0.9em; }
-nav ol { columns: 3; font-size: 0.95rem; }
-.table-wrap { overflow-x: auto; margin: 0.6rem 0; }
-table { border-collapse: collapse; font-size: 0.88rem; }
-th, td { border: 1px solid #d4d4d4; padding: 0.2rem 0.5rem; text-align: left;
-         vertical-align: top; }
-th { background: #f0f0f0; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-tbody tr:nth-child(even) { background: #fafafa; }
-figure { margin: 1.2rem 0 2rem; }
-figure h3 { margin-bottom: 0.2rem; }
-.plot { width: 100%; }
-figcaption { font-size: 0.9rem; color: #444; max-width: 60rem; }
-details { margin: 0.4rem 0; }
-summary { cursor: pointer; }
-dt { font-weight: 600; margin-top: 0.5rem; }
-dd { margin-left: 1.5rem; }
-@media (max-width: 700px) {
-  main { padding: 0.5rem 0.7rem 3rem; }
-  nav ol { columns: 1; }
-  h1 { font-size: 1.3rem; }
-}
-""".replace("FONT", FONT)
 
 
 # ---- HTML pieces ------------------------------------------------------------------------------
@@ -149,7 +112,9 @@ def _plots(scores: Mapping[str, Any]) -> tuple[str, str]:
          "Payload tokens against correctness per arm, scatter plot",
          f"One point per arm over every kind: the median payload of a task against the share "
          f"of its graded tasks that are correct; the legend names each arm's colour and "
-         f"shape. Cost unit: {unit}."
+         f"shape and how many of the suite's tasks its point is over: arms graded on "
+         f"different tasks are not compared by their points (the Verdict compares them over "
+         f"the tasks both were graded on). Cost unit: {unit}."
          + (f" Not plotted, having no figure for one of the two: {', '.join(cost_missing)}."
             if cost_missing else "")),
         ("Cold and warm wall time per arm (every raw sample)",
@@ -176,18 +141,20 @@ def _plots(scores: Mapping[str, Any]) -> tuple[str, str]:
 
 # ---- the page ---------------------------------------------------------------------------------
 
-def _task(scores: Mapping[str, Any], task_id: str) -> str:
+def _task(scores: Mapping[str, Any], task_id: str, cells: Sequence[Mapping[str, Any]]) -> str:
     task = scores["tasks"][task_id]
-    summary, cells, commands = tables.task_summary(scores, task_id)
+    summary, commands = tasks.task_summary(scores, task_id, cells)
     verdicts = ", ".join(f"{c['arm']} {c['verdict'].replace('_', ' ')}" for c in cells)
+    notes = [f"{c['arm']}: {n}" for c in cells for n in tasks.task_notes(c)]
     return "\n".join(p for p in [
         f'<details id="task-{_e(_slug(task_id))}">',
         (f"<summary><strong>{_e(task_id)}</strong> ({_e(task['kind'])}, "
          f"{_e(task['language'])}): {_e(verdicts)}</summary>"),
         _p(summary),
-        html_table(tables.task_cells(scores, task_id)),
+        html_table(tasks.task_cells(cells)),
         _p("Commands, exactly as each arm ran them (REP 0):") if commands else "",
         _pre("\n".join(commands)) if commands else "",
+        _list(notes) if notes else "",
         "</details>"] if p)
 
 
@@ -196,6 +163,22 @@ def outliers(scores: Mapping[str, Any]) -> str:
     head, flagged = tables.outliers(scores)
     listed = "".join(f"<li>{_e(line)}</li>" for line in flagged)
     return _p(head) + (f"\n<ul>{listed}</ul>" if listed else "")
+
+
+def _disagreements(scores: Mapping[str, Any]) -> str:
+    """Where the two ratio forms disagree, as in the Markdown document."""
+    if not scores["cost_ratios"]:
+        return _p(tables.no_ratio(scores))
+    found = notes.disagreements(scores)
+    if not found:
+        return _p(notes.AGREE_TEXT)
+    return _p(notes.DISAGREE_TEXT) + "\n" + _list([f"{head}: {text}" for head, text in found])
+
+
+def _state_files(scores: Mapping[str, Any]) -> str:
+    """Each arm's declared environment and what it wrote, as in the Markdown document."""
+    return "\n".join(f"<p><strong>{_e(arm)}</strong>: environment {_e(env)}</p>\n"
+                     + _list(lines) for arm, env, lines in notes.state_notes(scores))
 
 
 def _definitions(scores: Mapping[str, Any]) -> str:
@@ -277,6 +260,12 @@ def _task_commands(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
                         "the exact command."), f"<ul>{items}</ul>")]
 
 
+def _predictions(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The suite's predictions beside what the run found, when it declares any."""
+    return [_section(predictions.TITLE, _p(predictions.intro(scores)),
+                     html_table(predictions.table(scores)))] if predictions.present(scores) else []
+
+
 def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
     suite, corpus, manifest = scores["suite"], scores["corpus"], scores["manifest"]
     not_attempted = tables.not_attempted(scores)
@@ -284,11 +273,35 @@ def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
     peers = leaders.leaders_trimmed(scores)
     languages = ", ".join(f"{k} {v}" for k, v in sorted(corpus["languages"].items()))
     changed = manifest["scorer_changed"]
+    run = scores["run"]
+    failures = tables.trimmed(tables.failures(scores), 1)
+    decided = verdict.table(scores)
     return [
-        _section("Scorecard", _p("Tasks per arm and band (all: every kind)."),
+        _section("Verdict", _list(verdict.headlines(scores)), _p(verdict.RULE),
+                 html_table(decided) if decided[1] else ""),
+        _section("Where peers win", _p("One row per kind x metric, every arm's figure beside "
+                                       "the leader's (n/a: no figure). Leader: "
+                                       + scores["definitions"].get("leader", "") + ". "
+                                       + leaders.leaders_statement(scores)),
+                 _p(leaders.leaders_left_out(peers)), html_table(peers.table)),
+        _section("Scorecard", _p("Tasks per arm and kind (all: every kind)."),
                  shown(tables.scorecard(scores), scores)),
-        *([_section(predictions.TITLE, _p(predictions.intro(scores)),
-                    html_table(predictions.table(scores)))] if predictions.present(scores) else []),
+        *_predictions(scores),
+        _section("Run and environment",
+                 _pre("\n".join(disclosure(scores["environment"]).split("\n")[1:-1])),
+                 _p(f"Run {run['run_id']}, sandbench {run['sandbench_version']}, Docker engine "
+                    f"{scores['environment']['engine']['version']}; "
+                    f"{tables.exec_path_text(run)}. Rendered by sandbench report from "
+                    f"scores.json ({scores['schema']}), like the Markdown document beside it, "
+                    "with the same tables; sandbench report RUN_DIR --check renders both again "
+                    "and compares byte for byte. Nothing on this page is fetched from the "
+                    f"network. {tables.METHOD_TEXT} Every term is defined once, under "
+                    "Glossary.")),
+        _section("Failures", _p(tables.FAILURES_TEXT),
+                 html_table(failures.table) if failures.table[1] else "",
+                 _p(tables.failures_left_out(failures)),
+                 _list([f"{kind}: {text}" for kind, text in tables.failure_kinds(failures,
+                                                                                 scores)])),
         _section("Corpus and setup cost",
                  _p(f"Corpus {corpus['id']}: {corpus['repo']} @ {corpus['sha']}, "
                     f"{corpus['tracked_files']} tracked files ({languages}). Tree digest of "
@@ -309,10 +322,10 @@ def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
                     "are left out.") if elsewhere else ""),
         *_task_commands(scores),
         _section("Tasks", _p("Every task, with the exact command each arm ran and its "
-                             "verdict; open one to see its table. The per-arm notes (files "
-                             "missed or outside the truth, rows that do not reach) are in the "
-                             "Markdown document beside this page."),
-                 _flags(scores), *(_task(scores, t) for t in scores["tasks"])),
+                             "verdict; open one to see its table and the notes on each "
+                             "arm's answer."),
+                 _flags(scores), *(_task(scores, t, cells)
+                                   for t, cells in tasks.cells_by_task(scores).items())),
         *_edges(scores),
         *_grading_sections(scores),
         _section("Correctness", shown(tables.correctness(scores), scores)),
@@ -320,14 +333,14 @@ def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
                  shown(tables.cost(scores), scores),
                  f"<h3>Paired cost ratio against the baseline ({_e(suite['baseline'])})</h3>",
                  _p(scores["definitions"]["cost"] + "."),
-                 shown(tables.ratios(scores), scores) if scores["cost_ratios"] else
-                 _p(tables.no_ratio(scores))),
+                 shown(tables.ratios(scores), scores) if scores["cost_ratios"] else "",
+                 _disagreements(scores)),
         _section("Wall time", _p(scores["definitions"]["timing"] + "."),
                  shown(tables.timing(scores), scores), outliers(scores)),
         _section("Follow-up reach and tool calls", _p(scores["definitions"]["reach"] + "."),
                  shown(tables.reach(scores), scores)),
         _section("Where each tool wrote its state", html_table(tables.state(scores)),
-                 _p("Isolation guards, as stored under guards/ARM/:"),
+                 _state_files(scores), _p("Isolation guards, as stored under guards/ARM/:"),
                  html_table(tables.guards(scores))),
         _section("Suite manifest check",
                  _p(f"The run recorded the seal {manifest['manifest_sha256']}. "
@@ -335,11 +348,7 @@ def _sections(scores: Mapping[str, Any]) -> list[tuple[str, str]]:
                        f"{', '.join(changed)}." if changed else
                        "The scorer is the one sealed before the run.")),
                  html_table(tables.manifest(scores))),
-        _section("Where peers win", _p("One row per band x metric, every arm's figure beside "
-                                       "the leader's (n/a: no figure). "
-                                       + leaders.leaders_statement(scores)),
-                 _p(leaders.leaders_left_out(peers)), html_table(peers.table)),
-        _section("Definitions", _definitions(scores)),
+        _section("Glossary", _definitions(scores)),
     ]
 
 
@@ -347,9 +356,10 @@ def render_html(scores: Mapping[str, Any]) -> str:
     """The whole page, the same bytes for the same scores."""
     run, suite = scores["run"], scores["suite"]
     title = f"{TITLE}: suite {suite['name']}, {run['date']}"
-    env_lines = disclosure(scores["environment"]).split("\n")[1:-1]  # inside its fence
     plots, script = _plots(scores)
-    sections = [("Plots", plots), *_sections(scores)]
+    # The answer first (verdict, where peers win), then the plots, then the detail.
+    parts = _sections(scores)
+    sections = [*parts[:2], ("Plots", plots), *parts[2:]]
     nav = "\n".join(f'<li><a href="#{_slug(t)}">{_e(t)}</a></li>' for t, _ in sections)
     head = (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{_e(CSP)}">\n'
@@ -357,14 +367,6 @@ def render_html(scores: Mapping[str, Any]) -> str:
             f"<title>{_e(title)}</title>\n<style>{STYLE}</style>\n</head>")
     intro = [
         f"<h1>{_e(title)}</h1>",
-        _pre("\n".join(env_lines)),
-        _p(f"Run {run['run_id']}, sandbench {run['sandbench_version']}, Docker engine "
-           f"{scores['environment']['engine']['version']}; {tables.exec_path_text(run)}. "
-           "Rendered by sandbench report from "
-           f"scores.json ({scores['schema']}), like the Markdown document beside it, with the "
-           "same tables; sandbench report RUN_DIR --check renders both again and compares "
-           "byte for byte. Nothing on this page is fetched from the network. "
-           + tables.METHOD_TEXT),
         f'<nav aria-label="Contents"><ol>\n{nav}\n</ol></nav>',
     ]
     body = "\n".join([*intro, *(html for _, html in sections)])

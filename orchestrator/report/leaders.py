@@ -1,4 +1,4 @@
-"""The table of where peers win: one row per band x metric, every arm's figure beside the
+"""The table of where peers win: one row per kind x metric, every arm's figure beside the
 leader's, under rows saying what each arm's column is (tool version, image, set-up cost,
 break-even); the sentence counting how often a peer leads the tool; and what trimming left
 out. Built from scores.json alone, with the formats of `tables`."""
@@ -32,17 +32,29 @@ def _identity_rows(scores: Mapping[str, Any], names: list[str]) -> list[list[str
         s = scores["setup"].get(arm)
         return NA if s is None else break_even(s["break_even"])
 
-    return [["arm", label, "", "", *(fn(a) for a in names)] for label, fn in (
+    return [["setup", label, "", "", *(fn(a) for a in names)] for label, fn in (
         ("tool version", lambda a: scores["arms"][a]["tool_version"] or NA),
         ("image id", image), ("set-up s (install + index)", one_off),
         ("break-even vs baseline", even))]
 
 
+def _tasks_row(scores: Mapping[str, Any], kind: str, names: list[str]) -> list[str]:
+    """How many of the kind's tasks each arm was graded on: only an arm graded on every one
+    competes for the kind's lead (the scorer's rule, `leader` in the glossary)."""
+    summary = scores["summary"]
+    tasks = max(sum(summary[a][kind]["counts"].values()) for a in names)
+    return [kind, "tasks graded", "", "",
+            *(f"{summary[a][kind]['graded']} of {tasks}" if summary[a][kind]["graded"] else NA
+              for a in names)]
+
+
 def leaders(scores: Mapping[str, Any]) -> Table:
     names = arms(scores)
-    columns = ["band", "metric", "better", "leader", *names]
+    columns = ["kind", "metric", "better", "leader", *names]
     rows = _identity_rows(scores, names)
     for cell in scores["leaders"]:
+        if cell["band"] != rows[-1][0] and cell["band"] in scores["summary"][names[0]]:
+            rows.append(_tasks_row(scores, cell["band"], names))
         fmt = FORMATTERS[METRIC_FORMAT[cell["metric"]]]
         rows.append([cell["band"], cell["label"], cell["better"],
                      ", ".join(cell["leaders"]) or "none",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from orchestrator.report import edges, grading, leaders, predictions, tables
+from orchestrator.report import edges, grading, leaders, notes, predictions, tables, tasks, verdict
 from orchestrator.score.environment import LABELS
 from orchestrator.score.listed import full_length
 from orchestrator.untrusted.text import markdown_cell, markdown_code, terminal
@@ -69,34 +69,15 @@ def _section(title: str, *parts: str) -> str:
     return "\n\n".join([f"## {title}", *[p for p in parts if p]])
 
 
-def _task_section(scores: Mapping[str, Any], task_id: str) -> str:
+def _task_section(scores: Mapping[str, Any], task_id: str,
+                  cells: Sequence[Mapping[str, Any]]) -> str:
     task = scores["tasks"][task_id]
-    summary, cells, commands = tables.task_summary(scores, task_id)
-    notes = []
-    for c in cells:
-        grade = c["grade"] or {}
-        extra = [md(n) for n in grade.get("notes", [])]
-        if c["parse_error"]:
-            extra.append(f"parse error: {md(c['parse_error'])}")
-        if c["flags"]:
-            extra.append("flags: " + ", ".join(md(f) for f in c["flags"]))
-        if c.get("unstable"):
-            extra.append("unstable: " + "; ".join(md(grading.rep_grade(r)) for r in c["reps"]))
-        if grade.get("missed"):
-            extra.append("missed: " + ", ".join(md(p) for p in grade["missed"]))
-        if grade.get("outside"):
-            extra.append("outside the truth: " + ", ".join(
-                md(p) for p in tables.shown(grade["outside"], 10,
-                                            full_length(grade, "outside"))))
-        for failure in (c["reach"] or {}).get("first_failures", [])[:1]:
-            extra.append(f"first row that does not reach: #{md(failure['row'])} "
-                         f"{md(failure['path'])}:{md(failure['line'])} "
-                         f"({', '.join(md(p) for p in failure['problems'])})")
-        notes += [f"- {md(c['arm'])}: {n}" for n in extra]
+    summary, commands = tasks.task_summary(scores, task_id, cells)
+    notes = [f"- {md(c['arm'])}: {md(n)}" for c in cells for n in tasks.task_notes(c)]
     return "\n\n".join(p for p in [
         f"### {md(task_id)} ({md(task['kind'])}, {md(task['language'])})",
         md(summary),
-        md_table(tables.task_cells(scores, task_id)),
+        md_table(tasks.task_cells(cells)),
         "Commands, exactly as each arm ran them (REP 0):" if commands else "",
         # Commands are the arm spec's argv with the task's input (the suite's): their own
         # line breaks (an inline rule) are kept, every other control is escaped.
@@ -138,21 +119,13 @@ def _edges(scores: Mapping[str, Any]) -> str:
 
 
 def _disagreements(scores: Mapping[str, Any]) -> str:
-    found = []
-    for arm in tables.arms(scores):
-        per_band = scores["cost_ratios"].get(arm)
-        for band in tables.bands(scores) if per_band else []:
-            r = per_band[band]
-            if r["disagreement"]:
-                found.append(f"- **{md(arm)}, {md(band)}**: the median of the per-task ratios is "
-                             f"{tables.two(r['median_of_ratios'])}, the ratio of the medians "
-                             f"{tables.two(r['ratio_of_medians'])}: {r['disagreement']}.")
     if not scores["cost_ratios"]:
         return tables.no_ratio(scores)
+    found = notes.disagreements(scores)
     if not found:
-        return "The two forms agree in every band."
-    return "The two forms disagree here, and the disagreement is part of the result:\n\n" + \
-        "\n".join(found)
+        return notes.AGREE_TEXT
+    return notes.DISAGREE_TEXT + "\n\n" + "\n".join(f"- **{md(head)}**: {md(text)}"
+                                                   for head, text in found)
 
 
 def _outliers(scores: Mapping[str, Any]) -> str:
@@ -160,50 +133,28 @@ def _outliers(scores: Mapping[str, Any]) -> str:
     return "\n\n".join(p for p in (md(head), "\n".join(f"- {md(f)}" for f in flagged)) if p)
 
 
-# What a walk's bound counts, by guard (orchestrator/untrusted/walk.py): levels, entries and
-# mounts need no unit.
-CUT_UNITS = {"path-bytes": " bytes", "read-bytes": " bytes", "extents": " seek steps",
-             "time": " s"}
-
-
 def _state_files(scores: Mapping[str, Any]) -> str:
-    parts = []
-    for arm in tables.arms(scores):
-        s = scores["state"][arm]
-        env = scores["arms"][arm]["env"]
-        if s is None:
-            continue
-        files = [f"{md(p)} ({n:,} bytes)" for p, n in s["state_files"]]
-        changes = [f"{md(c['status'])} {md(c['path'])}" for c in s["corpus_changes"]]
-        lines = [f"- **{md(arm)}**: environment "
-                 + ", ".join(f"{md(k)}={md(v)}" for k, v in env.items())]
-        lines += [f"  - state: {f}"
-                  for f in tables.shown(files, total=full_length(s, "state_files"))]
-        lines += _omitted(s, "state_files", "state", "files")
-        lines += [f"  - corpus copy: {c}"
-                  for c in tables.shown(changes, total=full_length(s, "corpus_changes"))]
-        lines += _omitted(s, "corpus_changes", "corpus copy", "changes")
-        lines += [f"  - {where} listing cut at its {md(c['guard'])} bound ({c['limit']:,}"
-                  f"{CUT_UNITS.get(c['guard'], '')}), first left out: {md(c['at'])}"
-                  for where, cuts in s.get("listings_cut", {}).items() for c in cuts]
-        parts.append("\n".join(lines))
-    return "\n".join(parts)
-
-
-def _omitted(state: Mapping[str, Any], key: str, where: str, what: str) -> list[str]:
-    """The line for the names a state list left out (none when it is whole)."""
-    left = state.get(f"{key}_omitted")
-    return [f"  - {where}: {left['count']:,} more {what} ({left['bytes']:,} bytes), past "
-            "the names state.json lists"] if left else []
+    return "\n".join("\n".join([f"- **{md(arm)}**: environment {md(env)}",
+                                *(f"  - {md(line)}" for line in lines)])
+                     for arm, env, lines in notes.state_notes(scores))
 
 
 def _leaders(scores: Mapping[str, Any]) -> str:
     trim = leaders.leaders_trimmed(scores)
-    intro = ("Generated from the scores, one row per band x metric, every arm's figure beside "
-             "the leader's (ties name every tied arm; `n/a`: no figure, the arm does not "
-             f"compete in that cell). {md(leaders.leaders_statement(scores))}")
+    intro = ("Generated from the scores, one row per kind x metric, every arm's figure beside "
+             "the leader's (`n/a`: no figure). Leader: "
+             + md(scores["definitions"].get("leader", "")) + ". "
+             + md(leaders.leaders_statement(scores)))
     return "\n\n".join(p for p in (intro, md(leaders.leaders_left_out(trim)),
                                     md_table(trim.table)) if p)
+
+
+def _verdict(scores: Mapping[str, Any]) -> str:
+    """Who is best per kind, over how many tasks, by how much, and the tool under test."""
+    table = verdict.table(scores)
+    return "\n\n".join(p for p in (
+        "\n".join(f"- {md(line)}" for line in verdict.headlines(scores)),
+        md(verdict.RULE), md_table(table) if table[1] else "") if p)
 
 
 def _declarations(scores: Mapping[str, Any]) -> str:
@@ -258,11 +209,7 @@ def _failures(scores: Mapping[str, Any]) -> str:
     """The failures table without the kinds no cell had and the arms with none, then the
     definitions of the kinds shown."""
     trim = tables.trimmed(tables.failures(scores), 1)
-    shown_kinds = {c.split(": ", 1)[1] for c in trim.table[0][1:]}
-    defs = scores["definitions"]
-    listed = "\n".join(f"- `{key.split('.', 1)[1]}`: {defs[key]}" for key in sorted(defs)
-                       if key.startswith(("failure.", "unscored."))
-                       and key.split(".", 1)[1] in shown_kinds)
+    listed = "\n".join(f"- `{kind}`: {text}" for kind, text in tables.failure_kinds(trim, scores))
     return "\n\n".join(p for p in (md_table(trim.table) if trim.table[1] else "",
                                     md(tables.failures_left_out(trim)), listed) if p)
 
@@ -308,22 +255,21 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
     changed = manifest["scorer_changed"]
     parts: list[str] = [
         f"# {TITLE}: suite {md(suite['name'])}, {md(run['date'])}",
-        disclosure(scores["environment"]),
-        f"Run {code(run['run_id'])}, sandbench {md(run['sandbench_version'])}, Docker engine "
-        f"{md(scores['environment']['engine']['version'])}; {tables.exec_path_text(run)}. "
-        "Rendered by `sandbench report` from "
-        f"`scores.json` ({scores['schema']}); `sandbench report RUN_DIR --check` renders it "
-        "again and compares byte for byte. No part of this document is edited by hand. "
-        + tables.METHOD_TEXT,
-        _section("Scorecard", "Tasks per arm and band (`all`: every kind).",
+        _section("Verdict", _verdict(scores)),
+        _section("Where peers win", _leaders(scores)),
+        _section("Scorecard", "Tasks per arm and kind (`all`: every kind).",
                  shown(tables.scorecard(scores), scores)),
         *([_section(predictions.TITLE, md(predictions.intro(scores)),
                     md_table(predictions.table(scores)))] if predictions.present(scores) else []),
-        _section("Failures",
-                 "Every cell that failed carries the kind decided when it failed: an exec "
-                 "outcome from its record, or a parse error. A failed cell is `wrong`; an "
-                 "unscored one (its sandbox or arm never gave the tool a chance) is never "
-                 "counted as the tool's wrong answer.", _failures(scores)),
+        _section("Run and environment", disclosure(scores["environment"]),
+                 f"Run {code(run['run_id'])}, sandbench {md(run['sandbench_version'])}, Docker "
+                 f"engine {md(scores['environment']['engine']['version'])}; "
+                 f"{tables.exec_path_text(run)}. Rendered by `sandbench report` from "
+                 f"`scores.json` ({scores['schema']}); `sandbench report RUN_DIR --check` "
+                 "renders it again and compares byte for byte. No part of this document is "
+                 "edited by hand. " + tables.METHOD_TEXT + " Every term is defined once, under "
+                 "Glossary."),
+        _section("Failures", md(tables.FAILURES_TEXT), _failures(scores)),
         _section("Corpus and setup cost", _corpus(corpus),
                  "Setup cost is separate and never amortised into a per-task figure.",
                  md_table(tables.setup(scores)), scores["definitions"]["setup"] + "."),
@@ -333,8 +279,9 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
         _section("Not attempted", _not_attempted(scores)),
         *_task_commands(scores),
         _section("Tasks", "Every task, with the exact command each arm ran and its verdict. "
-                 "Recall and precision are raw, so a reader can regrade under other bands.",
-                 _flags(scores), *(_task_section(scores, t) for t in scores["tasks"])),
+                 "Recall and precision are raw, so a reader can regrade under other thresholds.",
+                 _flags(scores), *(_task_section(scores, t, cells)
+                                   for t, cells in tasks.cells_by_task(scores).items())),
         *([edge_section] if (edge_section := _edges(scores)) else []),
         *([unstable] if (unstable := _unstable(scores)) else []),
         *([figures] if (figures := _published(scores)) else []),
@@ -361,8 +308,7 @@ def render_markdown(scores: Mapping[str, Any]) -> str:
                     f"{', '.join(md(c) for c in changed)}." if changed else
                     "The scorer is the one sealed before the run."),
                  md_table(tables.manifest(scores))),
-        _section("Where peers win", _leaders(scores)),
-        _section("Definitions", _definitions(scores)),
+        _section("Glossary", _definitions(scores)),
     ]
     return "\n\n".join(parts).rstrip("\n") + "\n"
 

@@ -81,8 +81,11 @@ def cost_figure(scores: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
     Arms are told apart by a legend (colour and marker shape), not by labels beside the
     points: two arms with close figures would print their labels over each other, and
-    where a label would fall depends on the width the page is read at."""
+    where a label would fall depends on the width the page is read at. Each arm's legend
+    entry says how many of the suite's tasks its share is over: a share over 6 of 21 tasks
+    is not one over 21."""
     data: list[dict[str, Any]] = []
+    tasks = len(scores["tasks"])
     missing: list[str] = []
     for i, arm in enumerate(tables.arms(scores)):
         s = scores["summary"][arm]["all"]
@@ -90,7 +93,8 @@ def cost_figure(scores: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if tokens is None or correct is None:
             missing.append(arm)
             continue
-        data.append({"type": "scatter", "mode": "markers", "name": _t(arm), "x": [tokens],
+        name = _t(f"{arm} ({s['graded']} of {tasks} tasks)")
+        data.append({"type": "scatter", "mode": "markers", "name": name, "x": [tokens],
                      "y": [correct], "text": [_t(arm)],
                      "marker": {"size": 14, "color": ARM_COLOURS[i % len(ARM_COLOURS)],
                                 "symbol": ARM_SYMBOLS[i % len(ARM_SYMBOLS)],

@@ -4,7 +4,6 @@ show the same figures with the same fixed decimals."""
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,7 +85,7 @@ def arm_label(scores: Mapping[str, Any], arm: str) -> str:
 
 
 def scorecard(scores: Mapping[str, Any]) -> Table:
-    columns = ["arm", "band", *(label for _, label in COUNT_LABELS)]
+    columns = ["arm", "kind", *(label for _, label in COUNT_LABELS)]
     rows = []
     for arm in arms(scores):
         for band in bands(scores):
@@ -96,7 +95,7 @@ def scorecard(scores: Mapping[str, Any]) -> Table:
 
 
 def correctness(scores: Mapping[str, Any]) -> Table:
-    columns = ["arm", "band", "graded", "correct share", "median recall", "median precision",
+    columns = ["arm", "kind", "graded", "correct share", "median recall", "median precision",
                "failures"]
     rows = []
     for arm in arms(scores):
@@ -109,7 +108,7 @@ def correctness(scores: Mapping[str, Any]) -> Table:
 
 
 def cost(scores: Mapping[str, Any]) -> Table:
-    columns = ["arm", "band", "tasks", "median tokens (proxy)", "median bytes", "total bytes"]
+    columns = ["arm", "kind", "tasks", "median tokens (proxy)", "median bytes", "total bytes"]
     rows = []
     for arm in arms(scores):
         for band in bands(scores):
@@ -120,7 +119,7 @@ def cost(scores: Mapping[str, Any]) -> Table:
 
 
 def ratios(scores: Mapping[str, Any]) -> Table:
-    columns = ["arm", "band", "paired tasks", "undefined", "median of ratios",
+    columns = ["arm", "kind", "paired tasks", "tasks with no ratio", "median of ratios",
                "ratio of medians", "the two forms"]
     rows = []
     for arm in arms(scores):
@@ -154,16 +153,18 @@ def outliers_shown(cell: Mapping[str, Any]) -> list[dict[str, Any]]:
 def timing(scores: Mapping[str, Any]) -> Table:
     """Cold and warm medians per arm and band; outliers counted only where a cell has the
     samples to support one (`outliers_shown`)."""
-    columns = ["arm", "band", "cold ms (median)", "warm ms (median)", "tasks cold", "tasks warm",
+    columns = ["arm", "kind", "cold ms (median)", "warm ms (median)", "tasks cold", "tasks warm",
                "outliers flagged"]
+    flagged: dict[tuple[str, str], int] = {}
+    for c in scores["cells"]:
+        for band in (c["kind"], "all"):
+            flagged[c["arm"], band] = flagged.get((c["arm"], band), 0) + len(outliers_shown(c))
     rows = []
     for arm in arms(scores):
         for band in bands(scores):
             t = scores["summary"][arm][band]["timing"]
-            flagged = sum(len(outliers_shown(c)) for c in scores["cells"]
-                          if c["arm"] == arm and band in (c["kind"], "all"))
             rows.append([arm, band, one(t["cold_ms"]), one(t["warm_ms"]), str(t["cold_n"]),
-                         str(t["warm_n"]), str(flagged)])
+                         str(t["warm_n"]), str(flagged.get((arm, band), 0))])
     return columns, rows
 
 
@@ -193,7 +194,7 @@ def warm_samples_per_cell(scores: Mapping[str, Any]) -> int:
 
 
 def reach(scores: Mapping[str, Any]) -> Table:
-    columns = ["arm", "band", "reaches", "fails", "empty", "unverifiable", "share",
+    columns = ["arm", "kind", "reaches", "fails", "empty", "unverifiable", "share",
                "why rows failed", "median calls", "total calls"]
     rows = []
     for arm in arms(scores):
@@ -240,49 +241,6 @@ def setup(scores: Mapping[str, Any]) -> Table:
     return columns, rows
 
 
-def task_summary(scores: Mapping[str, Any], task_id: str
-                 ) -> tuple[str, list[dict[str, Any]], list[str]]:
-    """One task's "Input: ... Truth: ..." line, its cells, and the exact command each arm
-    ran (REP 0): shared by the Markdown and the HTML document."""
-    task = scores["tasks"][task_id]
-    inputs = "; ".join(f"{k}: \"{' '.join(v.split())}\"" for k, v in task["input"].items())
-    truth = "; ".join(f"{k}: {_truth_value(v)}" for k, v in task["truth"].items())
-    cells = [c for c in scores["cells"] if c["task"] == task_id]
-    commands = [f"{c['arm']}: {shlex.join(c['argv'])}" for c in cells if c["argv"]]
-    return f"Input: {inputs}. Truth: {truth}.", cells, commands
-
-
-def _truth_value(value: object) -> str:
-    """A truth entry as words: a list joined, and `none` for an empty one or no value."""
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value) or "none"
-    return str(value) if value else "none"
-
-
-def task_cells(scores: Mapping[str, Any], task: str) -> Table:
-    columns = ["arm", "verdict", "recall", "precision", "files", "tokens", "cold ms", "warm ms",
-               "calls", "reach"]
-    rows = []
-    for cell in scores["cells"]:
-        if cell["task"] != task:
-            continue
-        verdict = cell["verdict"].replace("_", " ")
-        if cell["failure"]:
-            verdict += f" ({cell['failure']})"
-        if cell["unscored"]:
-            verdict += f" ({cell['unscored']['kind']})"
-        grade, c, t = cell["grade"], cell["cost"], cell["timing"]
-        rows.append([cell["arm"], verdict,
-                     share(grade["recall"]) if grade else NA,
-                     share(grade["precision"]) if grade else NA,
-                     str(grade["files_named"]) if grade else NA,
-                     integer(c["tokens"]) if c else NA,
-                     one(t["cold_ms"]) if t else NA, one(t["warm_ms"]) if t else NA,
-                     str(cell["calls"]) if cell["calls"] is not None else NA,
-                     cell["reach"]["status"] if cell["reach"] else NA])
-    return columns, rows
-
-
 def failures(scores: Mapping[str, Any]) -> Table:
     """Failed cells by kind (graded wrong) and unscored cells by kind (not the tool's
     answer), per arm: every kind the scorer knows (`trimmed` leaves out the empty ones)."""
@@ -326,7 +284,7 @@ def left_out(trim: Trimmed, scores: Mapping[str, Any]) -> str:
         for arm, band in trim.rows:
             per_arm.setdefault(arm, []).append(band)
         every = len(bands(scores))
-        groups = [f"{arm} ({'every band' if len(b) == every else ', '.join(b)})"
+        groups = [f"{arm} ({'every kind' if len(b) == every else ', '.join(b)})"
                   for arm, b in per_arm.items()]
         parts.append("Left out, having no figure (no graded task there; the scorecard says "
                      f"why): {'; '.join(groups)}.")
@@ -336,14 +294,28 @@ def left_out(trim: Trimmed, scores: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
+FAILURES_TEXT = ("Every cell that failed carries the cause decided when it failed: an exec outcome "
+                 "from its record, or a parse error. A failed cell is wrong; an unscored one "
+                 "(its sandbox or arm never gave the tool a chance) is never counted as the "
+                 "tool's wrong answer.")
+
+
+def failure_kinds(trim: Trimmed, scores: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The failure and unscored causes a trimmed failures table shows, with their meaning."""
+    shown_kinds = {c.split(": ", 1)[1] for c in trim.table[0][1:]}
+    defs = scores["definitions"]
+    return [(key.split(".", 1)[1], defs[key]) for key in sorted(defs)
+            if key.startswith(("failure.", "unscored.")) and key.split(".", 1)[1] in shown_kinds]
+
+
 def failures_left_out(trim: Trimmed) -> str:
     """What `trimmed` left out of the failures table, in a sentence."""
     if not trim.table[1]:
         return "No cell failed and none is unscored."
     parts = []
     if trim.columns:
-        parts.append(f"Left out: the {len(trim.columns)} kinds no cell had (each defined "
-                     "under Definitions)")
+        parts.append(f"Left out: the {len(trim.columns)} causes no cell had (each defined "
+                     "under Glossary)")
     if trim.rows:
         arms_listed = ", ".join(r[0] for r in trim.rows)
         parts.append(f"{'and' if parts else 'Left out:'} the arms with no failed or unscored "
@@ -359,12 +331,15 @@ def not_attempted(scores: Mapping[str, Any]) -> Table:
     """The kinds each arm declares it cannot express, among the kinds the suite has tasks
     of (`declared_elsewhere` names the others)."""
     columns = ["arm", "kind", "tasks", "reason (quoted from the tool's docs)", "source"]
+    per_kind: dict[str, int] = {}
+    for task in scores["tasks"].values():
+        per_kind[task["kind"]] = per_kind.get(task["kind"], 0) + 1
     rows = []
     for arm in arms(scores):
         for kind, entry in scores["arms"][arm]["not_attempted"].items():
-            if kind not in suite_kinds(scores):
+            if kind not in per_kind:
                 continue
-            n = sum(1 for c in scores["cells"] if c["arm"] == arm and c["kind"] == kind)
+            n = per_kind[kind]
             rows.append([arm, kind, str(n), f"\"{entry['reason']}\"", entry["source"]])
     return columns, rows
 

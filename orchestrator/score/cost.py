@@ -77,5 +77,6 @@ DEFINITION = ("cost of a task: the bytes its graded (cold) invocation wrote to s
               "tokens = ceil(bytes / 4) as a proxy; paired ratio per task = baseline bytes / "
               "arm bytes over the tasks both were graded on (above 1: the arm's answer is "
               "smaller); both the median of the per-task ratios and the ratio of the medians "
-              "are published; they disagree when on different sides of 1 or more than 10% "
-              "apart (relative to the larger)")
+              "are published; a task whose arm printed 0 bytes has no ratio and is counted "
+              "apart (tasks with no ratio); the two forms disagree when on different sides of "
+              "1 or more than 10% apart (relative to the larger)")

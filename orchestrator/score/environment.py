@@ -89,9 +89,22 @@ def memory(nbytes: int) -> str:
     return f"{nbytes / GIB:.1f} GiB RAM"
 
 
+# Where a tool's `--version` line stops naming the version: its copyright or licence notice.
+_NOTICE = re.compile(r"[\s,;:-]*(?:copyright\b|\(c\)|\u00a9|licen[cs]ed?\b).*",
+                     re.IGNORECASE | re.DOTALL)
+
+
+def version_only(reported: str) -> str:
+    """The version a tool reported, without its copyright or licence notice and without
+    any line after the first: `Universal Ctags 5.9.0, Copyright (C) 2015 ...` is
+    `Universal Ctags 5.9.0`. The same text gives the same version on every run."""
+    first = reported.strip().split("\n", 1)[0]
+    return _NOTICE.sub("", first).strip() if first else ""
+
+
 def _version(arm: str, data: Mapping[str, Any]) -> str:
     """The tool version the arm's image reported, else `ARM n/a`."""
-    return str(data.get("tool_version") or "").strip() or f"{arm} n/a"
+    return version_only(str(data.get("tool_version") or "")) or f"{arm} n/a"
 
 
 def _listed(names: Sequence[str]) -> str:

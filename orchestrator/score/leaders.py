@@ -1,6 +1,7 @@
 """"Where peers win", generated mechanically: the leading arm of every band x metric cell, so
-the section cannot be trimmed by hand. Ties name every tied arm; an arm with no figure for a
-cell (not attempted, not measured) does not compete in it."""
+the section cannot be trimmed by hand. Ties name every tied arm. Only the arms graded on every
+task of a kind compete in it: a median over 6 of 21 tasks is not set beside one over all 21
+(its figure is still shown); an arm with no figure (not attempted, not measured) never does."""
 
 from __future__ import annotations
 
@@ -34,9 +35,17 @@ def _get(data: Mapping[str, Any] | None, path: Sequence[str]) -> Any:
     return current
 
 
+DEFINITION = ("the leader of a kind x metric is the arm with the best figure among the arms "
+              "graded on every task of that kind (ties name every tied arm); an arm graded on "
+              "fewer shows its figure, over its own tasks, and does not compete; setup "
+              "metrics compare every arm that has a figure")
+
+
 def _cell(band: str, metric: str, label: str, better: str,
-          values: dict[str, float | int | None]) -> dict[str, Any]:
-    known = {arm: v for arm, v in values.items() if v is not None}
+          values: dict[str, float | int | None],
+          competing: Sequence[str] | None = None) -> dict[str, Any]:
+    known = {arm: v for arm, v in values.items()
+             if v is not None and (competing is None or arm in competing)}
     if known:
         best = max(known.values()) if better == "higher" else min(known.values())
         leaders = [arm for arm, v in known.items() if v == best]
@@ -51,9 +60,12 @@ def leaders(summary: Mapping[str, Mapping[str, Any]], setup: Mapping[str, Any],
     """One row per band x metric, arms in suite order, then the setup metrics (one band)."""
     rows = []
     for band in bands:
+        per_arm = {arm: summary.get(arm, {}).get(band) or {} for arm in arms}
+        tasks = max((sum(s.get("counts", {}).values()) for s in per_arm.values()), default=0)
+        competing = [arm for arm, s in per_arm.items() if s.get("graded") == tasks]
         for metric, label, better, path in METRICS:
-            values = {arm: _get(summary.get(arm, {}).get(band), path) for arm in arms}
-            rows.append(_cell(band, metric, label, better, values))
+            values = {arm: _get(per_arm[arm], path) for arm in arms}
+            rows.append(_cell(band, metric, label, better, values, competing))
     for metric, label, better, path in SETUP_METRICS:
         values = {arm: _get(setup.get(arm), path) for arm in arms}
         if metric == "index_seconds":

@@ -90,7 +90,8 @@ def _arm_section(inputs: RunInputs, roots: Sequence[str]) -> dict[str, Any]:
                                                                                 roots),
             "description": arm.description, "image": None if record is None else record.image,
             "image_id": None if record is None else record.image_id,
-            "tool_version": "" if record is None else record.tool_version,
+            "tool_version": "" if record is None else environment.version_only(
+                record.tool_version),
             "parser": arm.parser,
             "spec_sha256": None if record is None else record.spec_sha256,
             "env": dict(sorted(arm.env.items())),
@@ -237,7 +238,14 @@ def _tasks_section(inputs: RunInputs) -> dict[str, Any]:
 DEFINITIONS = {**{f"correct.{k}": v for k, v in correctness.DEFINITIONS.items()},
                "cost": cost.DEFINITION, "cost.unit": cost.UNIT,
                "timing": timing.DEFINITION, "reach": reach.DEFINITION,
-               "setup": setup.DEFINITION,
+               "setup": setup.DEFINITION, "leader": leaders.DEFINITION,
+               "kind": "a task kind (locate, references, impact, e2e-retrieval, call-edges, "
+                       "test-edges): every table counts per arm and kind, `all` being every "
+                       "kind together; the suite.toml's [bands] table is not a kind but the "
+                       "grading thresholds (references_correct_recall and the like)",
+               "rep": "one invocation of a task by an arm: REP 0 is the cold one (the first "
+                      "after the index build), graded and costed; REP 1..N are the warm "
+                      "repeats, timed",
                "not_attempted": "the arm declares it cannot express the task's kind, "
                                 "quoting the tool's own docs; excluded from that "
                                 "arm's denominators",

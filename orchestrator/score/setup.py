@@ -92,4 +92,8 @@ DEFINITION = ("install: the arm image's build wall time from the image lock (bui
               "on disk: bytes the arm wrote under its state mount plus bytes it added to its "
               "corpus copy; break-even: the number of tasks after which the arm's extra "
               "one-off time (install + index, minus the baseline's) is paid back by the "
-              "median per-task warm saving over the tasks both were graded on")
+              "median per-task warm saving over the tasks both were graded on (after N tasks); "
+              "ahead until N tasks: the arm's one-off time is below the baseline's but each "
+              "task is slower, so the baseline catches up after N tasks; immediate: no more "
+              "one-off time and no slower per task; never: no less one-off time and no "
+              "faster per task")

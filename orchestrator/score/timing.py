@@ -92,7 +92,7 @@ def band_timing(cells: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 DEFINITION = ("cold: the in-container wall time of REP 0, the first invocation after the index "
-              "build; warm: the median of REP 1..N; per band, the median over tasks of each; "
+              "build; warm: the median of REP 1..N; per kind, the median over tasks of each; "
               "impossible-timing samples are kept and enter no median; timed-out samples are "
               "kept as lower bounds; an outlier is a warm sample whose modified z-score "
               "|x - median| / (1.4826 MAD) over its cell's warm samples exceeds 10, in a cell "

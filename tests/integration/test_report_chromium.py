@@ -121,13 +121,18 @@ def test_every_plot_is_drawn(dom: tuple[str, str]) -> None:
     placed = [a for a in scores["suite"]["arms"]
               if scores["summary"][a]["all"]["correct_share"] is not None]
     assert cost.count('class="point plotly-customdata"') == len(placed)
-    assert all(f">{arm}<" in cost for arm in placed)
+    assert all(f">{_legend_name(scores, arm)}<" in cost for arm in placed)
     timing = drawn["plot-timing"]
     samples = sum(len(c["timing"]["samples"]) for c in scores["cells"] if c["timing"])
     timed = {c["arm"] for c in scores["cells"] if c["timing"]}
     assert timing.count('class="trace boxes"') == 2
     assert timing.count('class="box"') == 2 * len(timed)
     assert timing.count('class="point"') == samples
+
+
+def _legend_name(scores: dict[str, Any], arm: str) -> str:
+    """An arm's entry in the cost plot's legend: its name and the tasks its point is over."""
+    return f"{arm} ({scores['summary'][arm]['all']['graded']} of {len(scores['tasks'])} tasks)"
 
 
 def test_the_page_logs_no_error_and_attempts_no_fetch(dom: tuple[str, str]) -> None:
@@ -141,7 +146,8 @@ def test_the_tables_are_in_the_page(dom: tuple[str, str]) -> None:
     text, _ = dom
     from orchestrator.report import grading
     scores = _scores()
-    assert text.count("<table>") == (12 + len(scores["tasks"])
+    # 12 tables of the detail, the verdict's and the failures', one per task, the grading's
+    assert text.count("<table>") == (12 + 2 + len(scores["tasks"])
                                      + len(grading.section_tables(scores)))
 
 
@@ -350,7 +356,8 @@ def test_every_colour_has_a_legend(viewed: tuple[str, dict[str, Any], Path]) -> 
                     for b in entries[i + 1:] if _overlap(a["box"], b["box"])]
         assert not [e["text"] for e in entries
                     if any(_overlap(e["box"], b) for b in plot["modebar"])], (name, pid)
-    assert [e["text"] for e in probe["plots"]["plot-cost"]["legend"]] == placed
+    assert [e["text"] for e in probe["plots"]["plot-cost"]["legend"]] == [
+        _legend_name(scores, arm) for arm in placed]
     assert probe["plots"]["plot-cost"]["points"] == 0  # arms named by the legend alone
 
 

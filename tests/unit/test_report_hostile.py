@@ -56,7 +56,13 @@ def test_results_md_holds_no_injected_structure() -> None:
 def test_results_html_escapes_everything() -> None:
     page = render_html(hostile_scores())
     body, honest_body = page.split("<script>")[0], render_html(honest_scores()).split("<script>")[0]
-    assert re.findall(r"<[a-zA-Z/!][^>]*>", body) == re.findall(r"<[a-zA-Z/!][^>]*>", honest_body)
+    tags = re.findall(r"<[a-zA-Z/!][^>]*>", body)
+    honest_tags = re.findall(r"<[a-zA-Z/!][^>]*>", honest_body)
+    # The hostile arm's answers name files outside the truth, so its tasks carry notes (list
+    # items) the honest ones do not: every other tag is the honest page's, in its order.
+    notes = {"<ul>", "</ul>", "<li>", "</li>"}
+    assert [t for t in tags if t not in notes] == [t for t in honest_tags if t not in notes]
+    assert set(tags) <= set(honest_tags)
     assert not control_chars(body)  # (plotly.js itself, inlined, holds tabs)
     figures = page.split("</script>\n<script>\n")[1]
     assert "<" not in figures.split("</script>")[0] and not control_chars(figures)

@@ -20,7 +20,7 @@ from test_score_fixtures import Arm, Cell, RunBuilder, rg_rows
 from typer.testing import CliRunner
 
 from orchestrator.report import html as page
-from orchestrator.report import leaders, plots, tables
+from orchestrator.report import leaders, plots, tables, tasks, verdict
 from orchestrator.score import score_run
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "demo-run"
@@ -152,7 +152,10 @@ def test_the_plots_show_the_scores(golden: dict[str, Any], rendered: str) -> Non
     assert [t["name"] for t in correctness["data"]] == [lab for _, lab in tables.COUNT_LABELS]
     total = sum(sum(t["x"]) for t in correctness["data"])
     assert total == len(golden["cells"])
-    by_arm = {t["name"]: (t["x"][0], t["y"][0]) for t in cost["data"]}
+    by_arm = {t["name"].split(" (")[0]: (t["x"][0], t["y"][0]) for t in cost["data"]}
+    # each legend entry says how many of the suite's tasks its point is over
+    assert [t["name"] for t in cost["data"]][:2] == ["rg (21 of 21 tasks)",
+                                                      "ast-grep (6 of 21 tasks)"]
     assert by_arm["rg"] == (golden["summary"]["rg"]["all"]["cost"]["tokens_median"],
                             golden["summary"]["rg"]["all"]["correct_share"])
     assert "devscout" not in by_arm
@@ -176,12 +179,15 @@ def test_the_markdowns_tables_are_plain_html_tables(golden: dict[str, Any],
         if name in TRIMMED:  # the rows and columns with a figure, as in the Markdown
             table = tables.trimmed(table, 2).table
         assert page.html_table(table) in rendered, name
-    for task in golden["tasks"]:
-        assert page.html_table(tables.task_cells(golden, task)) in rendered, task
+    for task, cells in tasks.cells_by_task(golden).items():
+        assert page.html_table(tasks.task_cells(cells)) in rendered, task
     from orchestrator.report import grading
     extra = grading.section_tables(golden)
     assert extra and all(page.html_table(table) in rendered for table in extra)
-    assert rendered.count("<table>") == len(TABLES) + len(golden["tasks"]) + len(extra)
+    # the verdict and the failures, as in the Markdown
+    assert page.html_table(verdict.table(golden)) in rendered
+    assert page.html_table(tables.trimmed(tables.failures(golden), 1).table) in rendered
+    assert rendered.count("<table>") == len(TABLES) + len(golden["tasks"]) + len(extra) + 2
     assert '<td class="num">0.29</td>' in rendered  # code-review-graph's correct share
     assert "<noscript>" in rendered
 

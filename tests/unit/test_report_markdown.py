@@ -14,10 +14,11 @@ from orchestrator.errors import InputError
 from orchestrator.report.markdown import fenced, md_table, render_markdown
 from orchestrator.score import compute, score_run
 
-SECTIONS = ["## Scorecard", "## Corpus and setup cost", "## Choices the suite declares",
+SECTIONS = ["## Verdict", "## Where peers win", "## Scorecard", "## Run and environment",
+            "## Failures", "## Corpus and setup cost", "## Choices the suite declares",
             "## Not attempted", "## Tasks", "## Correctness", "## Cost", "## Wall time",
             "## Follow-up reach and tool calls", "## Where each tool wrote its state",
-            "## Suite manifest check", "## Where peers win", "## Definitions"]
+            "## Suite manifest check", "## Glossary"]
 
 
 @pytest.fixture
@@ -51,12 +52,20 @@ def test_the_document_is_the_same_from_memory_and_from_the_file(scored: RunBuild
     assert render_markdown(scores) == render_markdown(from_file)
 
 
-def test_the_document_opens_with_the_disclosure_and_has_every_section(
+def test_the_document_opens_with_the_verdict_and_has_every_section(
         scored: RunBuilder) -> None:
     text = render_markdown(report.read(scored.run_dir))
     head = text.split("\n\n")
     assert head[0] == "# sandbench results: suite mini, 2026-01-01"
-    assert head[1].startswith("```text\nDate 2026-01-01\nCorpus example/mini @ ")
+    assert head[1] == "## Verdict"
+    assert head[2].split("\n")[:2] == [
+        "- locate (1 task): rg is best, correct on 1 of 1; next peer, 1 fewer correct over "
+        "the 1 task both were graded on; the suite names no tool under test.",
+        "- references (1 task): rg is best, correct on 1 of 1; next peer, 1 fewer correct "
+        "over the 1 task both were graded on; the suite names no tool under test."]
+    environment = text.index("## Run and environment\n\n")
+    assert text[environment:].split("\n\n")[1].startswith(
+        "```text\nDate 2026-01-01\nCorpus example/mini @ ")
     positions = [text.index(s) for s in SECTIONS]
     assert positions == sorted(positions)
     assert "| rg (baseline) | references | 1 | 0 | 0 | 0 | 0 |" in text
@@ -79,15 +88,17 @@ def test_where_peers_win_is_generated_for_every_band_and_metric(scored: RunBuild
     assert cells[("references", "recall_median")]["leaders"] == ["rg"]
     assert cells[("references", "warm_ms")]["values"]["peer"] == 46.0
     text = render_markdown(scores)
-    section = text[text.index("## Where peers win"):text.index("## Definitions")]
-    # the header, the rule, four rows saying what each arm's column is, and a row per cell
-    # where some arm has a figure; the others are named in a sentence
+    section = text[text.index("## Where peers win"):text.index("## Scorecard")]
+    # the header, the rule, four rows saying what each arm's column is, a row per kind with
+    # the tasks each arm was graded on, and a row per cell where some arm has a figure; the
+    # others are named in a sentence
     empty = [c for c in cells.values() if all(v is None for v in c["values"].values())]
-    assert empty and section.count("\n| ") == len(cells) - len(empty) + 2 + 4
+    kinds = {c["band"] for c in cells.values()} - {"setup"}
+    assert empty and section.count("\n| ") == len(cells) - len(empty) + 2 + 4 + len(kinds)
     assert f"Left out, no arm having a figure: {empty[0]['band']} (" in section
     for label in ("tool version", "image id", "set-up s (install + index)",
                   "break-even vs baseline"):
-        assert f"| arm | {label} |" in section
+        assert f"| setup | {label} |" in section
 
 
 def test_a_cost_disagreement_is_called_out(tmp_path: Path) -> None:

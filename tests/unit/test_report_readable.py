@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.report import leaders, tables
+from orchestrator.report import leaders, tables, tasks
 from orchestrator.report.html import render_html
 from orchestrator.report.markdown import render_markdown
 from orchestrator.score import timing
@@ -52,7 +52,7 @@ def test_a_column_zero_in_every_row_is_left_out_and_named() -> None:
 def test_the_sentence_names_what_was_left_out(golden: dict[str, Any]) -> None:
     trim = tables.trimmed(tables.correctness(golden), 2)
     text = tables.left_out(trim, golden)
-    assert "devscout (every band)" in text
+    assert "devscout (every kind)" in text
     assert "ctags (references, impact)" in text
     assert text.endswith("Left out, being 0 or none in every row shown: failures.")
     assert tables.left_out(tables.trimmed((["arm", "band", "n"], [["x", "all", "1"]]), 2),
@@ -66,10 +66,10 @@ def test_the_failures_table_shows_only_the_kinds_that_happened(golden: dict[str,
         in section
     assert "wrong: timeout" not in section and "| rg (baseline) |" not in section
     kinds = len(tables.failures(golden)[0]) - 1  # every column but the arm's is a kind
-    assert f"Left out: the {kinds - 1} kinds no cell had (each defined under Definitions) and " \
+    assert f"Left out: the {kinds - 1} causes no cell had (each defined under Glossary) and " \
            "the arms with no failed or unscored cell (rg (baseline), ast-grep," in section
     assert "- `arm-unavailable`:" in section and "- `timeout`:" not in section
-    assert "**failure.timeout**" in document  # still defined, under Definitions
+    assert "**failure.timeout**" in document  # still defined, under Glossary
     quiet = copy.deepcopy(golden)
     quiet["failures"]["devscout"]["arm-unavailable"] = 0
     assert "No cell failed and none is unscored." in _section(render_markdown(quiet),
@@ -158,7 +158,8 @@ def test_no_statement_is_true_only_because_nothing_was_measured(golden: dict[str
 def test_an_empty_truth_list_reads_none(golden: dict[str, Any], document: str) -> None:
     assert "admissible: ;" not in document and "touched: ;" not in document
     assert "Truth: admissible: none; core: web/src/money.ts" in document
-    summary, _, _ = tables.task_summary(golden, "locate-bulk-threshold")
+    task = "locate-bulk-threshold"
+    summary, _ = tasks.task_summary(golden, task, tasks.cells_by_task(golden)[task])
     assert "touched: none; types: BulkDiscountRule." in summary
 
 
