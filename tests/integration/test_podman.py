@@ -23,7 +23,8 @@ from benchmarks.podman_engine import PodmanService, podman_service
 from orchestrator import corpus, engine_pool, guards, images, podman, run
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
-from orchestrator.images import rootfs, transfer
+from orchestrator.images import transfer
+from orchestrator.images.rootfs import write_image_archive
 from orchestrator.images.recipes import Bootstrap
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import HelperFile, Mount, SandboxSpec, default_user
@@ -72,8 +73,7 @@ def test_a_root_file_system_loads_there_under_its_tag_with_the_id_its_config_mak
         tar.addfile(info, io.BytesIO(b"ok"))
     ref = "sandbench-test/rootfs:podman"
     boot = Bootstrap(suite="bookworm", variant="minbase", source_date_epoch=1686355200)
-    expected = rootfs.write_image_archive(tarball, tmp_path / "rootfs.image", ref, boot,
-                                          "amd64")
+    expected = write_image_archive(tarball, tmp_path / "rootfs.image", ref, boot, "amd64")
     with open(tmp_path / "rootfs.image", "rb") as archive:
         podman_engine.load(archive)
     assert podman_engine.image_id(ref) == expected
