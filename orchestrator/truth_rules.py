@@ -40,6 +40,7 @@ from typing import Any
 
 from orchestrator.corpus.foreign import Foreign, opened
 from orchestrator.errors import InputError, SandbenchError
+from orchestrator.truth_declarations import csharp_types, declared_names
 from orchestrator.truth_lexing import WORD, code_and_rest, ts_code_and_rest
 
 # The rules a suite may declare (suite.toml `truth_rule`): name -> what it means.
@@ -50,6 +51,14 @@ RULES = {
                                     "the symbol in admissible, not core",
 }
 DEFAULT_RULE = "text-v1"
+# The version of the rules' reading of sources, which every rule above shares: a suite records
+# the version its truth was made by (suite.toml `truth_rule_version`, written by `suite new`,
+# required by `suite add-tasks`), and a run's disclosure states it. 1: a C# type's name was
+# the first capitalised word after its keyword, across lines (a generic type whose `where`
+# clause stood on the next line declared its type parameter); a TypeScript `import type X`
+# declared X and `function*` nothing. 2: a name is the identifier right after its keyword
+# (orchestrator/truth_declarations.py).
+VERSION = 2
 EXTENSIONS = ("cs", "ts")
 # A source file is read whole to be lexed: the largest .cs file of MassTransit is ~150 kB and
 # generated sources rarely pass a few MB, so a file above this is refused, named, not lexed.
@@ -63,10 +72,6 @@ COMMIT = re.compile(r"[0-9a-f]{4,40}")
 TEST_DIR = re.compile(r"(?:^|/)(?:[^/]*\.)?(?:tests?|specs?)/", re.I)
 TEST_NAME = re.compile(r"(?:(?:^|/|[._-])(?:[Tt]ests?|[Ss]pecs?)|Tests?|Specs?)\.[^./]+$")
 
-DECLARATION = re.compile(r"\b(?:class|interface|struct|record|enum|delegate)\s+(?:[\w<>,\s.]*?\s)?"
-                         r"(?P<name>[A-Z]\w*)\s*(?:<|\(|:|\{|where\b|$)", re.M)
-TS_DECLARATION = re.compile(r"\b(?:class|interface|type|enum|function|namespace)\s+"
-                            r"(?P<name>[A-Za-z_$][\w$]*)")
 
 
 # -- the corpus and the mirror ------------------------------------------------------------------
@@ -195,20 +200,13 @@ def is_test(path: str) -> bool:
 
 def declared_types(path: Path) -> list[str]:
     """The C# types the file declares in code."""
-    return _types(code_and_rest(read_source(path))[0])
-
-
-def _types(code: str) -> list[str]:
-    return sorted({m.group("name") for m in DECLARATION.finditer(code)})
+    return csharp_types(code_and_rest(read_source(path))[0])
 
 
 def declares(sources: Sources, rel: str, name: str, ext: str) -> bool:
     """Whether the file declares `name` in its code (a C# type; a TypeScript class,
-    interface, type, enum, function or namespace)."""
-    code, _ = sources.split(rel, ext)
-    if ext == "ts":
-        return any(m.group("name") == name for m in TS_DECLARATION.finditer(code))
-    return name in _types(code)
+    interface, type alias, enum, function or namespace)."""
+    return name in declared_names(sources.split(rel, ext)[0], ext)
 
 
 # -- the three rules ----------------------------------------------------------------------------
@@ -264,7 +262,7 @@ def refs(sources: Sources, symbol: str, ext: str = "cs", rule: str = DEFAULT_RUL
 def impact(sources: Sources, seed: str, mirror: Foreign | None = None,
            fixes: Sequence[str] = ()) -> Impact:
     inside(sources.pristine, seed)
-    types = _types(sources.split(seed)[0])
+    types = csharp_types(sources.split(seed)[0])
     fixed = [p for p, _ in fix_files(mirror, fixes)] \
         if mirror is not None and fixes else []
     dependents, _ = mentions(sources, types) if types else ([], [])
@@ -309,9 +307,8 @@ def declarations(sources: Sources, term: str, what: str, ext: str = "cs",
             continue
         code, _ = sources.split(rel, ext)
         if what == "type":
-            names = _types(code) if ext == "cs" else [m.group("name") for m in
-                                                       TS_DECLARATION.finditer(code)]
-            found = any(needle in (n.lower() if ignore_case else n) for n in names)
+            found = any(needle in (n.lower() if ignore_case else n)
+                        for n in declared_names(code, ext))
         else:  # the declaration's line as written (its literals kept), found from the code
             found = any(needle in (line.lower() if ignore_case else line)
                         for m in MEMBER_LINE.finditer(code)
