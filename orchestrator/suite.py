@@ -44,7 +44,7 @@ __all__ = [
     "TaskCommand", "VERDICT_NAMES", "check_truth_at_pin", "corpus_pin",
     "every_scorer_source", "known_suites", "load_suite", "load_task", "manifest_sha256",
     "parser_module", "scorer_sources", "seal", "sealed_inputs", "truth_rule",
-    "verify_seal"]
+    "truth_rule_version", "verify_seal"]
 
 
 def _bad(path: Path, key: str, expected: str, found: Any) -> InputError:
@@ -333,6 +333,7 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
                  families_not_attempted=_families(path, data.get("families_not_attempted", {})),
                  grading=rules, grading_declared=tuple(k for k in GRADING_KEYS if k in declared),
                  truth_rule=truth_rule(path, data.get("truth_rule")),
+                 truth_rule_version=truth_rule_version(path, data),
                  runtime=_runtime(path, data.get("runtime"), arms))
 
 
@@ -340,6 +341,19 @@ def truth_rule(path: Path, value: Any) -> str | None:
     """The suite's declared truth rule (suite.toml `truth_rule`), or None if it declares none."""
     if value is not None and value not in TRUTH_RULES:
         raise _bad(path, "truth_rule", f"one of {list(TRUTH_RULES)}", value)
+    return value
+
+
+def truth_rule_version(path: Path, data: dict[str, Any]) -> int | None:
+    """The version of the rules that made the suite's truth (`truth_rule_version`, read only
+    beside `truth_rule`), or None if it records none."""
+    value = data.get("truth_rule_version")
+    if value is not None and "truth_rule" not in data:
+        raise _bad(path, "truth_rule_version", "absent (it is read only beside truth_rule)",
+                   value)
+    if value is not None:
+        number(path, "truth_rule_version", value, "a whole number, 1 or more", integer=True,
+               minimum=1)
     return value
 
 

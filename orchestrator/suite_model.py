@@ -22,7 +22,7 @@ SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_
 # arm whose facts (version, build, isolation) the disclosure block opens with. Optional because
 # a suite sealed before it existed must still load to be scored; without it those lines are n/a.
 OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted", "tool_under_test", "grading",
-                       "truth_rule", "runtime"}
+                       "truth_rule", "truth_rule_version", "runtime"}
 # Optional: the mechanical rule `sandbench suite add-tasks` computes a task's truth by (the rules
 # of orchestrator/truth_rules.py); a suite whose truth was written by hand declares none.
 TRUTH_RULES = ("text-v1", "text-v1-declaring-admissible")
@@ -217,6 +217,9 @@ class Suite:
     # cannot run here; every run of the suite names it among its deviations.
     families_not_attempted: dict[str, tuple[str, str]] = field(default_factory=dict)
     truth_rule: str | None = None  # None: the suite's truth was not computed by a declared rule
+    # The version of the rules that made its truth (orchestrator/truth_rules.VERSION); None:
+    # not recorded (a suite made before rules had versions, or whose truth is by hand).
+    truth_rule_version: int | None = None
     grading: GradingRules = GradingRules()
     grading_declared: tuple[str, ...] = ()  # the [grading] keys suite.toml states
 

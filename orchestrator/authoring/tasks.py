@@ -314,6 +314,13 @@ def add_tasks(settings: Settings, name: str, records_file: Path, mirror: Path | 
     if rule is None:
         raise _bad("truth_rule", f"one of {list(suite_mod.TRUTH_RULES)} (the rule add-tasks "
                    "computes truth by)", None, folder / "suite.toml")
+    if suite_mod.truth_rule_version(folder / "suite.toml", declared) != truth_rules.VERSION:
+        raise _bad("truth_rule_version", f"{truth_rules.VERSION} (the version of the rules "
+                   "add-tasks computes truth by: one suite's truth is made by one version)",
+                   declared.get("truth_rule_version"), folder / "suite.toml",
+                   fix=f"make the suite again with `sandbench suite new` (it records version "
+                   f"{truth_rules.VERSION}), or set truth_rule_version = {truth_rules.VERSION} "
+                   "if no task was made yet")
     if not isinstance(corpus_id := declared.get("corpus"), str):
         raise _bad("corpus", "the id of a corpus in corpus.lock", corpus_id,
                    folder / "suite.toml")

@@ -221,6 +221,7 @@ def test_suite_new_writes_the_declared_choices(shop: Shop) -> None:
     assert data == {"version": 1, "name": "shop-suite", "corpus": "shop",
                     "arms": ["rg", "ast-grep"], "baseline": "rg", "reps": 2, "timeout_s": 90,
                     "precision_cap": 30, "top_k": 7, "truth_rule": "text-v1",
+                    "truth_rule_version": truth_rules.VERSION,
                     "bands": {"references_correct_recall": 0.75,
                               "references_correct_max_outside": 2,
                               "references_partial_recall": 0.5,
@@ -359,6 +360,36 @@ def test_add_tasks_needs_the_mirror_and_a_declared_rule(shop: Shop) -> None:
     toml.write_text(toml.read_text().replace('truth_rule = "text-v1"\n', ""))
     no_rule = _add_tasks(shop, _records(shop))
     assert no_rule.exit_code == 2 and "truth_rule: expected one of" in no_rule.output
+
+
+@pytest.mark.parametrize(("version", "said"), [
+    (None, "truth_rule_version: expected 2 (the version of the rules add-tasks"),
+    ("1", "truth_rule_version: expected 2 (the version of the rules add-tasks"),
+    ("0", "truth_rule_version: expected a whole number, 1 or more")])
+def test_add_tasks_makes_truth_only_for_the_rules_version_the_suite_records(
+        shop: Shop, version: str | None, said: str) -> None:
+    """One suite's truth is made by one version of the rules: add-tasks refuses a suite that
+    records another (or none), writing nothing."""
+    _ready(shop)
+    toml = shop.project / "suites" / "shop-suite" / "suite.toml"
+    line = f"truth_rule_version = {truth_rules.VERSION}\n"
+    toml.write_text(toml.read_text().replace(line, "" if version is None else
+                                             f"truth_rule_version = {version}\n"))
+    before = _tree(shop.project / "suites" / "shop-suite")
+    refused = _add_tasks(shop, _records(shop))
+    assert refused.exit_code == 2 and said in " ".join(refused.output.split()), refused.output
+    assert _tree(shop.project / "suites" / "shop-suite") == before
+
+
+def test_a_suite_records_its_rules_version_only_beside_its_rule(shop: Shop) -> None:
+    _ready(shop)
+    assert _add_tasks(shop, _records(shop)).exit_code == 0
+    toml = shop.project / "suites" / "shop-suite" / "suite.toml"
+    assert suite.load_suite(shop.project / "suites", "shop-suite").truth_rule_version == \
+        truth_rules.VERSION
+    toml.write_text(toml.read_text().replace('truth_rule = "text-v1"\n', ""))
+    with pytest.raises(InputError, match="truth_rule_version: expected absent"):
+        suite.load_suite(shop.project / "suites", "shop-suite")
 
 
 # -- the rules ----------------------------------------------------------------------------------
