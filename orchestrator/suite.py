@@ -126,7 +126,7 @@ def _published(path: Path, table: Any) -> dict[str, Published]:
                 not prefix.endswith("/") or any(c in prefix for c in "\n\r"))):
             raise _bad(path, f"{at}.path_prefix", "the prefix its paths had, ending in '/' "
                        "(or empty)", prefix)
-        if entry["grade"] not in VERDICT_NAMES:
+        if "grade" in entry and entry["grade"] not in VERDICT_NAMES:
             raise _bad(path, f"{at}.grade", f"one of {list(VERDICT_NAMES)}", entry["grade"])
         recall = _digits(path, f"{at}.recall", entry["recall"]) if "recall" in entry else None
         precision = (_digits(path, f"{at}.precision", entry["precision"])
@@ -136,7 +136,7 @@ def _published(path: Path, table: Any) -> dict[str, Published]:
                    integer=True, minimum=0)
         out[arm] = Published(
             arm=arm, source=entry["source"], lines=entry.get("lines"), bytes=entry["bytes"],
-            path_prefix=prefix, grade=entry["grade"],
+            path_prefix=prefix, grade=entry.get("grade"),
             recall=None if recall is None else recall[0],
             recall_digits=None if recall is None else recall[1],
             precision=None if precision is None else precision[0],

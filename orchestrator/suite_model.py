@@ -63,9 +63,11 @@ GRADING_CHOICES = {"cut": ("top_k", "none"),
                    "cell_grade": ("cold", "worst")}
 GRADING_KEYS = (*GRADING_CHOICES, "precision_cap_multiple")
 VERDICT_NAMES = ("correct", "partial", "wrong")
-PUBLISHED_KEYS = {"source", "bytes", "path_prefix", "grade"}
-# Optional: a publication that printed no line count (or recall, ...) has none to compare.
-PUBLISHED_OPTIONAL_KEYS = {"lines", "recall", "precision", "graded", "tool_version", "platform"}
+PUBLISHED_KEYS = {"source", "bytes", "path_prefix"}
+# Optional: a publication that printed no grade (or line count, recall, ...) has none to
+# compare; its cells are compared on the figures it printed.
+PUBLISHED_OPTIONAL_KEYS = {"grade", "lines", "recall", "precision", "graded", "tool_version",
+                           "platform"}
 DECIMAL = re.compile(r"^[0-9]+(?:\.[0-9]+)?$")
 TRUTH_KEYS = {"locate": ({"primary"}, {"touched", "types"}),
               "references": ({"core"}, {"admissible"}),
@@ -146,7 +148,7 @@ class Published:
     lines: int | None  # None: the publication printed no line count
     bytes: int
     path_prefix: str
-    grade: str
+    grade: str | None  # None: the publication printed no grade (compared on what it printed)
     recall: float | None = None
     recall_digits: int | None = None
     precision: float | None = None
