@@ -18,6 +18,7 @@ from orchestrator import corpus, runtimes
 from orchestrator.corpus.git import clean_git
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
+from orchestrator.parsers import PARSERS
 from orchestrator.kinds import ALL_KINDS, COMMON_PLACEHOLDERS, EDGE_KINDS, INPUT_KEY, PLACEHOLDER
 from orchestrator.shared_checks import number, repo_path
 from orchestrator.untrusted.strings import portable_bytes
@@ -239,8 +240,9 @@ def _command(path: Path, key: str, spec: Any, allowed: set[str]) -> TaskCommand:
                 raise _bad(path, f"{key}.{'argv' if argv else 'script'}",
                            f"placeholders among {sorted(allowed)}", "{" + name + "}")
     output = spec.get("output", "tool")
-    if output not in COMMAND_OUTPUTS:
-        raise _bad(path, f"{key}.output", f"one of {list(COMMAND_OUTPUTS)}", output)
+    if output not in COMMAND_OUTPUTS and output not in PARSERS:
+        raise _bad(path, f"{key}.output", f"one of {list(COMMAND_OUTPUTS)} or a parser's name "
+                   f"({', '.join(sorted(PARSERS))})", output)
     sections = spec.get("sections")
     if sections is not None and (not isinstance(sections, str) or not sections.strip()
                                  or "\n" in sections or "\r" in sections):

@@ -39,6 +39,8 @@ TASK_KEYS = {"id", "kind", "language", "explanation", "input", "truth"}
 # A task's own command for an arm ([commands.ARM]): exactly one of argv and script, how its
 # output is read, and where its answer is when it prints several calls' outputs.
 COMMAND_KEYS = {"argv", "script", "output", "sections", "answer_section"}
+# `output`: one of these, or the name of a registered parser (orchestrator/parsers) that reads
+# the form the publication printed (`rg-heading`), which the suite's seal then covers.
 COMMAND_OUTPUTS = ("tool", "file-list")
 # A {placeholder} in a script; `${name}` is the shell's own expansion, left to it.
 SCRIPT_PLACEHOLDER = re.compile(r"(?<!\$)" + PLACEHOLDER.pattern)

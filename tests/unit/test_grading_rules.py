@@ -230,11 +230,13 @@ def test_the_corpus_mount_is_swapped_wherever_a_path_starts_with_it() -> None:
     never where it continues a longer word or path."""
     out = (b"/corpus/src/a.cs:1:x /corpus/y\n/corpus/b.cs\nno/corpus/c\n/corpusx\n"
            b'Found 2 in /corpus/d.cs (see "/corpus/e.cs", [/corpus/f], x=/corpus/g:/corpus/h)\n'
-           b"data_/corpus/i .\xc3\xa9/corpus/j ~/corpus/k x//corpus/n ./corpus/o\r/corpus/l\t/corpus/m")
+           b"data_/corpus/i .\xc3\xa9/corpus/j ~/corpus/k x//corpus/n ./corpus/o"
+           b"\r/corpus/l\t/corpus/m")
     assert _swapped(out, "bench/c/") == (
         b"bench/c/src/a.cs:1:x bench/c/y\nbench/c/b.cs\nno/corpus/c\n/corpusx\n"
         b'Found 2 in bench/c/d.cs (see "bench/c/e.cs", [bench/c/f], x=bench/c/g:bench/c/h)\n'
-        b"data_/corpus/i .\xc3\xa9/corpus/j ~/corpus/k x//corpus/n ./corpus/o\rbench/c/l\tbench/c/m")
+        b"data_/corpus/i .\xc3\xa9/corpus/j ~/corpus/k x//corpus/n ./corpus/o"
+        b"\rbench/c/l\tbench/c/m")
     for prefix in ("bench/corpora/csharp/", "p/", ""):  # longer, shorter: bytes change
         assert published.swapped_figures(out, prefix) == _figures(_swapped(out, prefix))
     for tail in (b"x /corpus/", b"/corpus/", b"a/corpus/"):  # the last line ends in the mount
