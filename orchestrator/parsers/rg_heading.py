@@ -49,7 +49,8 @@ class RgHeadingParser:
         for number, line in lines(stdout, self.name):
             if not line:
                 if empty:
-                    raise self._error(number, "a blank line right after a file's path", line)
+                    raise self._error(number, "line:text or line-text right after a file's path",
+                                      line)
                 path = None
             elif path is None:
                 if _NUMBERED.match(line):

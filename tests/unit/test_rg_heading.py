@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_parsers import fixture
 
 from orchestrator import parsers, suite
 from orchestrator.errors import InputError
@@ -53,7 +54,7 @@ def test_the_column_stays_in_the_reason_as_the_rg_parser_keeps_it() -> None:
 
 @pytest.mark.parametrize(("out", "said"), [
     (b"/corpus/a.cs\npublic class Money\n", "line 2: expected line:text"),  # no -n
-    (b"/corpus/a.cs\n\n/corpus/b.cs\n1:x\n", "line 2: expected a blank line right after"),
+    (b"/corpus/a.cs\n\n/corpus/b.cs\n1:x\n", "line 2: expected line:text or line-text right after"),
     (b"/corpus/a.cs\n1:x\n\n/corpus/b.cs\n", "ends right after a file's path"),
     (b"1:a Money\n6:f Money\n", "line 1: expected a file's path (rg prints none"),
     (b"/etc/passwd\n1:root\n", "absolute path outside /corpus"),
@@ -62,6 +63,14 @@ def test_the_column_stays_in_the_reason_as_the_rg_parser_keeps_it() -> None:
 def test_output_it_cannot_read_is_a_parse_error(out: bytes, said: str) -> None:
     with pytest.raises(ParseError, match=said.replace("(", r"\(")):
         HEADING.parse(out, b"", "references")
+
+
+def test_the_heading_form_gives_the_rows_rg_gives_without_it() -> None:
+    """The same search on the demo corpus, captured in both forms (parser_fixtures/README.md):
+    the same rows (rg's order without --sort is its threads', so compared as sets)."""
+    heading = HEADING.parse(*fixture("rg-heading", "references-money-csharp"), "references")
+    plain = RG.parse(*fixture("rg", "references-money-csharp"), "references")
+    assert len(heading.rows) == 34 and set(heading.rows) == set(plain.rows)
 
 
 def test_the_rg_parser_cannot_read_the_heading_form() -> None:
