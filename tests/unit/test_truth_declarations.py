@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator import truth_rules
 from orchestrator.truth_declarations import declared_names
 from orchestrator.truth_lexing import code_and_rest, ts_code_and_rest
 
@@ -84,8 +83,3 @@ def test_a_long_line_of_delegates_is_read_in_linear_time() -> None:
     started = time.monotonic()
     assert declared_names("delegate " * 20_000, "cs") == []
     assert time.monotonic() - started < 1.0
-
-
-def test_the_rules_state_the_version_their_reading_is() -> None:
-    """Version 2 is the reading that stops at the declaration's own line."""
-    assert truth_rules.VERSION == 2
