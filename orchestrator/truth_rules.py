@@ -221,7 +221,8 @@ class Refs:
     declaring: list[str]  # the files declaring the symbol (in core under text-v1)
 
     def to_json(self) -> dict[str, Any]:
-        return {"rule": self.rule, "verb": "refs", "symbol": self.symbol, "ext": self.ext,
+        return {"rule": self.rule, "rules_version": VERSION, "verb": "refs",
+                "symbol": self.symbol, "ext": self.ext,
                 "core": self.core, "admissible": self.admissible, "declaring": self.declaring}
 
 
@@ -234,7 +235,8 @@ class Impact:
     graded: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        return {"rule": DEFAULT_RULE, "verb": "impact", "seed": self.seed, "fixes": self.fixes,
+        return {"rule": DEFAULT_RULE, "rules_version": VERSION, "verb": "impact",
+                "seed": self.seed, "fixes": self.fixes,
                 "types": self.types, "fix_beyond_seed": self.fix_beyond_seed,
                 "graded": self.graded}
 
@@ -279,7 +281,8 @@ class Declarations:
     files: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        return {"rule": DEFAULT_RULE, "verb": "declares", "term": self.term, "what": self.what,
+        return {"rule": DEFAULT_RULE, "rules_version": VERSION, "verb": "declares",
+                "term": self.term, "what": self.what,
                 "ignore_case": self.ignore_case, "ext": self.ext, "files": self.files,
                 "primary": self.files[0] if self.files else None}
 
@@ -341,7 +344,8 @@ def impact_lines(result: Impact) -> list[str]:
 
 def fix_json(shas: Sequence[str], rows: Sequence[tuple[str, int]], ext: str) -> dict[str, Any]:
     primary = next((path for path, _ in rows if not is_test(path)), None)
-    return {"rule": DEFAULT_RULE, "verb": "fix", "fixes": list(shas), "ext": ext,
+    return {"rule": DEFAULT_RULE, "rules_version": VERSION, "verb": "fix", "fixes": list(shas),
+            "ext": ext,
             "files": [{"path": path, "lines": lines} for path, lines in rows],
             "primary": primary}
 

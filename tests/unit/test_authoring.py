@@ -427,6 +427,7 @@ def test_text_truth_py_prints_what_truth_rule_prints(shop: Shop) -> None:
     refs = json.loads(CliRunner().invoke(app, ["truth", "rule", "refs", pristine, "Money",
                                                "--json"]).stdout)
     assert refs["declaring"] == ["src/Shop/Money.cs"] and refs["rule"] == "text-v1"
+    assert refs["rules_version"] == fix["rules_version"] == truth_rules.VERSION
     bad = CliRunner().invoke(app, ["truth", "rule", "fix", mirror, "HEAD~1"])
     assert bad.exit_code == 2 and "FIX_SHA: expected a commit" in bad.output
 
