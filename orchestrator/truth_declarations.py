@@ -35,6 +35,13 @@ _TS_DECLARATION = re.compile(r"\b(?:(?:class|interface|enum|namespace)\s+"
                              r"|function\b\s*\*?\s*)" + _TS_NAME)
 _TS_TYPE_ALIAS = re.compile(r"\btype\s+" + _TS_NAME + r"(?=\s*[<=])")
 
+# Rust: struct, enum, union, trait, type alias, function, module and macro_rules! items, whatever
+# visibility and qualifiers stand before them (`pub(crate)`, `unsafe`, `async`, `extern "C"`);
+# a function pointer type (`fn(i32) -> i32`) and `impl Trait for Type` declare nothing, and a
+# `union` keyword is one only before a name (`let union = ...` is a variable).
+_RS_DECLARATION = re.compile(r"\b(?:struct|enum|union|trait|type|fn|mod|macro_rules!)[ \t]*"
+                             r"(?<=[ \t!])\s*(?P<name>[A-Za-z_]\w*)")
+
 
 def _delegates(code: str) -> set[str]:
     names = set()
@@ -59,6 +66,12 @@ def typescript_names(code: str) -> list[str]:
                    for m in pattern.finditer(code)})
 
 
+def rust_names(code: str) -> list[str]:
+    """The Rust structs, enums, unions, traits, type aliases, functions, modules and macros
+    the code declares, sorted, each once."""
+    return sorted({m.group("name") for m in _RS_DECLARATION.finditer(code)})
+
+
 def declared_names(code: str, ext: str) -> list[str]:
-    """The names the code of a file of extension `ext` (cs or ts) declares."""
-    return typescript_names(code) if ext == "ts" else csharp_types(code)
+    """The names the code of a file of extension `ext` (cs, ts or rs) declares."""
+    return {"ts": typescript_names, "rs": rust_names}.get(ext, csharp_types)(code)

@@ -41,7 +41,7 @@ from typing import Any
 from orchestrator.corpus.foreign import Foreign, opened
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.truth_declarations import csharp_types, declared_names
-from orchestrator.truth_lexing import WORD, code_and_rest, ts_code_and_rest
+from orchestrator.truth_lexing import WORD, code_and_rest, rs_code_and_rest, ts_code_and_rest
 
 # The rules a suite may declare (suite.toml `truth_rule`): name -> what it means.
 RULES = {
@@ -59,7 +59,7 @@ DEFAULT_RULE = "text-v1"
 # declared X and `function*` nothing. 2: a name is the identifier right after its keyword
 # (orchestrator/truth_declarations.py).
 VERSION = 2
-EXTENSIONS = ("cs", "ts")
+EXTENSIONS = ("cs", "ts", "rs")
 # A source file is read whole to be lexed: the largest .cs file of MassTransit is ~150 kB and
 # generated sources rarely pass a few MB, so a file above this is refused, named, not lexed.
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
@@ -160,7 +160,7 @@ class Sources:
     def split(self, rel: str, ext: str = "cs") -> tuple[str, str]:
         """(code, comments and literals) of the file, as code_and_rest splits it."""
         if rel not in self._split:
-            lexer = ts_code_and_rest if ext == "ts" else code_and_rest
+            lexer = {"ts": ts_code_and_rest, "rs": rs_code_and_rest}.get(ext, code_and_rest)
             self._split[rel] = lexer(self.text(rel))
         return self._split[rel]
 
@@ -205,7 +205,7 @@ def declared_types(path: Path) -> list[str]:
 
 def declares(sources: Sources, rel: str, name: str, ext: str) -> bool:
     """Whether the file declares `name` in its code (a C# type; a TypeScript class,
-    interface, type alias, enum, function or namespace)."""
+    interface, type alias, enum, function or namespace; a Rust item)."""
     return name in declared_names(sources.split(rel, ext)[0], ext)
 
 

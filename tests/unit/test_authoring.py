@@ -478,6 +478,22 @@ def test_the_word_index_finds_what_the_word_search_finds(tmp_path: Path) -> None
                 assert sources.naming(names, ext) == want  # the index (or the scan for $-names)
 
 
+def test_refs_reads_rust_sources_with_their_own_lexer(tmp_path: Path) -> None:
+    """A Rust file naming the symbol only in a raw string or a nested comment is admissible,
+    in code core; the file declaring it (a struct with its where clause on the next line) is
+    the declaring one."""
+    files = {"src/level.rs": "pub struct StockLevel<T>\nwhere\n    T: Copy,\n{\n    n: T,\n}\n",
+             "src/use.rs": "fn f<'a>(l: &'a StockLevel<u8>) {}\n",
+             "src/doc.rs": 'const S: &str = r#"a "StockLevel" b"#; /* /* StockLevel */ */\n'}
+    with clean_git() as git:
+        git.run("init", "-q", cwd=tmp_path)
+        _commit(git, tmp_path, files, "rust")
+    with foreign.opened(tmp_path, "PRISTINE") as checkout:
+        refs = truth_rules.refs(truth_rules.Sources(checkout), "StockLevel", "rs")
+    assert (refs.core, refs.admissible, refs.declaring) == (
+        ["src/level.rs", "src/use.rs"], ["src/doc.rs"], ["src/level.rs"])
+
+
 def test_a_record_may_make_only_some_of_its_kinds(shop: Shop) -> None:
     _ready(shop)
     records = RECORDS.replace('seed = "src/Shop/Money.cs"',

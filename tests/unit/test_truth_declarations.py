@@ -1,12 +1,13 @@
-"""The names the text truth rules read from every declaration shape: a table of C# and
-TypeScript sources (lexed as the rules lex them) and the names each must give."""
+"""The names the text truth rules read from every declaration shape: a table of C#,
+TypeScript and Rust sources (lexed as the rules lex them) and the names each must give; and
+the Rust lexer's split of code from comments and literals."""
 
 from __future__ import annotations
 
 import pytest
 
 from orchestrator.truth_declarations import declared_names
-from orchestrator.truth_lexing import code_and_rest, ts_code_and_rest
+from orchestrator.truth_lexing import code_and_rest, rs_code_and_rest, ts_code_and_rest
 
 CSHARP = [
     ("plain class", "public class Money { }", ["Money"]),
@@ -64,6 +65,24 @@ TYPESCRIPT = [
     ("in a template literal: nothing", "const s = `class Ghost {}`;", []),
 ]
 
+RUST = [
+    ("struct, generic, where on the next line",
+     "pub struct Pool<T>\nwhere\n    T: Clone,\n{\n    items: Vec<T>,\n}", ["Pool"]),
+    ("visibility and attributes", "#[derive(Debug)]\npub(crate) enum Level { Low }", ["Level"]),
+    ("trait, type alias and union", "pub trait Store {\n    type Item;\n}\n"
+     "type Id = u64;\nunion Bits { f: f32, u: u32 }", ["Bits", "Id", "Item", "Store"]),
+    ("functions: generic, qualified, in an impl",
+     "pub async fn load<'a>(x: &'a str) {}\nunsafe extern \"C\" fn raw() {}\n"
+     "impl Store for Disk {\n    fn get(&self) {}\n}", ["get", "load", "raw"]),
+    ("module and macro", "mod tests {}\nmacro_rules! square { ($x:expr) => { $x * $x }; }",
+     ["square", "tests"]),
+    ("function pointers, impl and a union variable declare nothing",
+     "let f: fn(i32) -> i32 = g;\nimpl<T> From<T> for Wrap<T> {}\nlet union = 3;", []),
+    ("in comments, strings and raw strings: nothing",
+     "// struct Ghost;\n/* outer /* struct Nested; */ struct Still; */\n"
+     "let s = \"fn phantom()\";\nlet r = r#\"struct \"Raw\" {}\"#;", []),
+]
+
 
 @pytest.mark.parametrize(("shape", "source", "names"), CSHARP, ids=[c[0] for c in CSHARP])
 def test_csharp_declaration_shapes(shape: str, source: str, names: list[str]) -> None:
@@ -74,6 +93,32 @@ def test_csharp_declaration_shapes(shape: str, source: str, names: list[str]) ->
                          ids=[c[0] for c in TYPESCRIPT])
 def test_typescript_declaration_shapes(shape: str, source: str, names: list[str]) -> None:
     assert declared_names(ts_code_and_rest(source)[0], "ts") == names, shape
+
+
+@pytest.mark.parametrize(("shape", "source", "names"), RUST, ids=[c[0] for c in RUST])
+def test_rust_declaration_shapes(shape: str, source: str, names: list[str]) -> None:
+    assert declared_names(rs_code_and_rest(source)[0], "rs") == names, shape
+
+
+RUST_SOURCE = """// Money in a comment
+/* outer /* Money nested */ still Money */ let m: Money = Money::new();
+let s = "Money \\" Money"; let r = r#"a "Money" b"#; let b = b"Money"; let br = br"Money";
+fn f<'a>(x: &'a Money) -> char { 'M' } let e = '\\u{1F600}'; 'outer: loop {}
+let multi = "line1
+Money line2"; for r in x {}
+"""
+
+
+def test_rust_code_and_rest_split_every_occurrence() -> None:
+    """Nested comments, escapes, raw, byte and multi-line strings are the rest; a lifetime's
+    and a label's quote stay code, and positions stay put."""
+    code, rest = rs_code_and_rest(RUST_SOURCE)
+    assert len(code) == len(rest) == len(RUST_SOURCE)
+    assert code.count("\n") == rest.count("\n") == RUST_SOURCE.count("\n")
+    assert code.count("Money") == 3  # the annotation, Money::new, the parameter's type
+    assert rest.count("Money") == 9  # 3 in comments, 2 + 1 + 1 + 1 + 1 in strings
+    assert "'a Money" in code and "'outer: loop" in code and "for r in x" in code
+    assert "'M'" in rest and 'br"Money"' in rest and 'r#"a "Money" b"#' in rest
 
 
 def test_a_long_line_of_delegates_is_read_in_linear_time() -> None:
