@@ -76,8 +76,9 @@ RUST = [
      "impl Store for Disk {\n    fn get(&self) {}\n}", ["get", "load", "raw"]),
     ("module and macro", "mod tests {}\nmacro_rules! square { ($x:expr) => { $x * $x }; }",
      ["square", "tests"]),
-    ("function pointers, impl and a union variable declare nothing",
-     "let f: fn(i32) -> i32 = g;\nimpl<T> From<T> for Wrap<T> {}\nlet union = 3;", []),
+    ("function pointers, impl, a union variable and keyword-led words declare nothing",
+     "let f: fn(i32) -> i32 = g;\nimpl<T> From<T> for Wrap<T> {}\nlet union = 3;\n"
+     "let types = structure(fnord, modules);", []),
     ("in comments, strings and raw strings: nothing",
      "// struct Ghost;\n/* outer /* struct Nested; */ struct Still; */\n"
      "let s = \"fn phantom()\";\nlet r = r#\"struct \"Raw\" {}\"#;", []),
