@@ -56,8 +56,9 @@ DEFAULT_RULE = "text-v1"
 # required by `suite add-tasks`), and a run's disclosure states it. 1: a C# type's name was
 # the first capitalised word after its keyword, across lines (a generic type whose `where`
 # clause stood on the next line declared its type parameter); a TypeScript `import type X`
-# declared X and `function*` nothing. 2: a name is the identifier right after its keyword
-# (orchestrator/truth_declarations.py).
+# declared X and `function*` nothing; Rust was not read. 2: a name is the identifier right
+# after its keyword (orchestrator/truth_declarations.py), and Rust sources are read with their
+# own lexer (truth_lexing.rs_code_and_rest).
 VERSION = 2
 EXTENSIONS = ("cs", "ts", "rs")
 # A source file is read whole to be lexed: the largest .cs file of MassTransit is ~150 kB and
