@@ -15,7 +15,8 @@ from orchestrator.errors import InputError
 from orchestrator.predictions.model import PREDICTIONS
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
 from orchestrator.settings import Settings
-from orchestrator.suite_model import (MANIFEST, PARSERS_PACKAGE, PREREGISTRATION, RECORDS_DIR,
+from orchestrator.suite_model import (COMMAND_OUTPUTS, MANIFEST, PARSERS_PACKAGE, PREREGISTRATION,
+                                      RECORDS_DIR,
                                       SCORER_ENTRY, Suite)
 
 
@@ -84,6 +85,8 @@ def sealed_inputs(suite: Suite, settings: Settings) -> dict[str, str]:
     specs = (settings.arms_dir / f"{arm}.toml" for arm in suite.arms)
     names = [name for spec in specs if spec.is_file()
              and (name := _arm_parser(spec, root)) is not None]
+    names += [command.output for task in suite.tasks for command in task.commands.values()
+              if command.output not in COMMAND_OUTPUTS]  # a task's own parser (rg-heading)
     files += scorer_sources(root, names)
     digests = {}
     for file in files:

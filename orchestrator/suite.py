@@ -18,6 +18,7 @@ from orchestrator import corpus, runtimes
 from orchestrator.corpus.git import clean_git
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
+from orchestrator.parsers import PARSERS
 from orchestrator.kinds import ALL_KINDS, COMMON_PLACEHOLDERS, EDGE_KINDS, INPUT_KEY, PLACEHOLDER
 from orchestrator.predictions.model import SuiteFacts, load_predictions
 from orchestrator.shared_checks import number, repo_path
@@ -46,7 +47,7 @@ __all__ = [
     "TaskCommand", "VERDICT_NAMES", "check_truth_at_pin", "corpus_pin",
     "every_scorer_source", "known_suites", "load_suite", "load_task", "manifest_sha256",
     "parser_module", "scorer_sources", "seal", "sealed_inputs", "truth_rule",
-    "verify_seal"]
+    "truth_rule_version", "verify_seal"]
 
 
 def _bad(path: Path, key: str, expected: str, found: Any) -> InputError:
@@ -128,7 +129,7 @@ def _published(path: Path, table: Any) -> dict[str, Published]:
                 not prefix.endswith("/") or any(c in prefix for c in "\n\r"))):
             raise _bad(path, f"{at}.path_prefix", "the prefix its paths had, ending in '/' "
                        "(or empty)", prefix)
-        if entry["grade"] not in VERDICT_NAMES:
+        if "grade" in entry and entry["grade"] not in VERDICT_NAMES:
             raise _bad(path, f"{at}.grade", f"one of {list(VERDICT_NAMES)}", entry["grade"])
         recall = _digits(path, f"{at}.recall", entry["recall"]) if "recall" in entry else None
         precision = (_digits(path, f"{at}.precision", entry["precision"])
@@ -138,7 +139,7 @@ def _published(path: Path, table: Any) -> dict[str, Published]:
                    integer=True, minimum=0)
         out[arm] = Published(
             arm=arm, source=entry["source"], lines=entry.get("lines"), bytes=entry["bytes"],
-            path_prefix=prefix, grade=entry["grade"],
+            path_prefix=prefix, grade=entry.get("grade"),
             recall=None if recall is None else recall[0],
             recall_digits=None if recall is None else recall[1],
             precision=None if precision is None else precision[0],
@@ -241,8 +242,9 @@ def _command(path: Path, key: str, spec: Any, allowed: set[str]) -> TaskCommand:
                 raise _bad(path, f"{key}.{'argv' if argv else 'script'}",
                            f"placeholders among {sorted(allowed)}", "{" + name + "}")
     output = spec.get("output", "tool")
-    if output not in COMMAND_OUTPUTS:
-        raise _bad(path, f"{key}.output", f"one of {list(COMMAND_OUTPUTS)}", output)
+    if output not in COMMAND_OUTPUTS and output not in PARSERS:
+        raise _bad(path, f"{key}.output", f"one of {list(COMMAND_OUTPUTS)} or a parser's name "
+                   f"({', '.join(sorted(PARSERS))})", output)
     sections = spec.get("sections")
     if sections is not None and (not isinstance(sections, str) or not sections.strip()
                                  or "\n" in sections or "\r" in sections):
@@ -341,6 +343,7 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
                  grading=rules, grading_declared=tuple(k for k in GRADING_KEYS if k in declared),
                  truth_rule=truth_rule(path, data.get("truth_rule")),
                  test_files=data.get("test_files", TEST_FILES[0]),
+                 truth_rule_version=truth_rule_version(path, data),
                  runtime=runtime(path, data.get("runtime"), arms),
                  predictions=load_predictions(folder, facts))
 
@@ -349,6 +352,19 @@ def truth_rule(path: Path, value: Any) -> str | None:
     """The suite's declared truth rule (suite.toml `truth_rule`), or None if it declares none."""
     if value is not None and value not in TRUTH_RULES:
         raise _bad(path, "truth_rule", f"one of {list(TRUTH_RULES)}", value)
+    return value
+
+
+def truth_rule_version(path: Path, data: dict[str, Any]) -> int | None:
+    """The version of the rules that made the suite's truth (`truth_rule_version`, read only
+    beside `truth_rule`), or None if it records none."""
+    value = data.get("truth_rule_version")
+    if value is not None and "truth_rule" not in data:
+        raise _bad(path, "truth_rule_version", "absent (it is read only beside truth_rule)",
+                   value)
+    if value is not None:
+        number(path, "truth_rule_version", value, "a whole number, 1 or more", integer=True,
+               minimum=1)
     return value
 
 

@@ -25,7 +25,8 @@ SUITE_KEYS = {"version", "name", "corpus", "arms", "baseline", "reps", "timeout_
 # comparable_with: the seals of other suites whose runs `sandbench compare` may set beside this
 # suite's (see COMPARABLE).
 OPTIONAL_SUITE_KEYS = {"oracle", "families_not_attempted", "tool_under_test", "grading",
-                       "truth_rule", "runtime", "comparable_with", "test_files"}
+                       "truth_rule", "truth_rule_version", "runtime", "comparable_with",
+                       "test_files"}
 COMPARABLE_KEY = "comparable_with"
 COMPARABLE_SHAPE = 'a list of "SUITE@SHA256" (a suite\'s name and the sha256 of its manifest.json)'
 _COMPARABLE_ITEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}@[0-9a-f]{64}")
@@ -58,6 +59,8 @@ TASK_KEYS = {"id", "kind", "language", "explanation", "input", "truth"}
 # A task's own command for an arm ([commands.ARM]): exactly one of argv and script, how its
 # output is read, and where its answer is when it prints several calls' outputs.
 COMMAND_KEYS = {"argv", "script", "output", "sections", "answer_section"}
+# `output`: one of these, or the name of a registered parser (orchestrator/parsers) that reads
+# the form the publication printed (`rg-heading`), which the suite's seal then covers.
 COMMAND_OUTPUTS = ("tool", "file-list")
 # A {placeholder} in a script; `${name}` is the shell's own expansion, left to it.
 SCRIPT_PLACEHOLDER = re.compile(r"(?<!\$)" + PLACEHOLDER.pattern)
@@ -82,9 +85,11 @@ GRADING_CHOICES = {"cut": ("top_k", "none"),
                    "cell_grade": ("cold", "worst")}
 GRADING_KEYS = (*GRADING_CHOICES, "precision_cap_multiple")
 VERDICT_NAMES = ("correct", "partial", "wrong")
-PUBLISHED_KEYS = {"source", "bytes", "path_prefix", "grade"}
-# Optional: a publication that printed no line count (or recall, ...) has none to compare.
-PUBLISHED_OPTIONAL_KEYS = {"lines", "recall", "precision", "graded", "tool_version", "platform"}
+PUBLISHED_KEYS = {"source", "bytes", "path_prefix"}
+# Optional: a publication that printed no grade (or line count, recall, ...) has none to
+# compare; its cells are compared on the figures it printed.
+PUBLISHED_OPTIONAL_KEYS = {"grade", "lines", "recall", "precision", "graded", "tool_version",
+                           "platform"}
 DECIMAL = re.compile(r"^[0-9]+(?:\.[0-9]+)?$")
 TRUTH_KEYS = {"locate": ({"primary"}, {"touched", "types"}),
               "references": ({"core"}, {"admissible"}),
@@ -167,7 +172,7 @@ class Published:
     lines: int | None  # None: the publication printed no line count
     bytes: int
     path_prefix: str
-    grade: str
+    grade: str | None  # None: the publication printed no grade (compared on what it printed)
     recall: float | None = None
     recall_digits: int | None = None
     precision: float | None = None
@@ -239,6 +244,9 @@ class Suite:
     families_not_attempted: dict[str, tuple[str, str]] = field(default_factory=dict)
     truth_rule: str | None = None  # None: the suite's truth was not computed by a declared rule
     test_files: str = TEST_FILES[0]  # locate/e2e-retrieval truth: test files included or not
+    # The version of the rules that made its truth (orchestrator/truth_rules.VERSION); None:
+    # not recorded (a suite made before rules had versions, or whose truth is by hand).
+    truth_rule_version: int | None = None
     grading: GradingRules = GradingRules()
     grading_declared: tuple[str, ...] = ()  # the [grading] keys suite.toml states
 

@@ -156,3 +156,64 @@ def ts_code_and_rest(text: str) -> tuple[str, str]:
         rest[i] = " " if c != "\n" else "\n"
         i += 1
     return "".join(code), "".join(rest)
+
+
+# Rust: a char literal ('x', '\n', '\u{1F600}'); any other quote is a lifetime or a label
+# ('a, 'outer:), which is code.
+_RS_CHAR = re.compile(r"'(?:\\(?:u\{[0-9A-Fa-f]{1,6}\}|x[0-9A-Fa-f]{2}|.)|[^\\'\n])'")
+_RS_PLAIN = re.compile(r"[^/\"']+")
+# The prefix just before a string's quote, at a word start: r, br or cr and the hashes of a raw
+# string (group 1), or b or c of a byte or C string.
+_RS_PREFIX = re.compile(r"(?<!\w)(?:[bc]?r(#*)|[bc])$")
+
+
+def rs_code_and_rest(text: str) -> tuple[str, str]:
+    """code_and_rest for Rust: // and nested /* */ comments, "..." strings (over lines, with
+    escapes), raw strings r"...", r#"..."#, byte and C strings (a prefix blanked with its
+    string) and char literals; a lifetime's or a label's quote is code."""
+    code, rest = list(text), list(text)
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c not in "/\"'":
+            i = _code_run(text, i, _RS_PLAIN, rest)
+            continue
+        if text.startswith("/*", i):
+            j, depth = i + 2, 1
+            while j < n and depth:
+                if text.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            blank(i, j, code)
+            i = j
+            continue
+        if (line_end := _comment_end(text, i)) is not None:
+            blank(i, line_end, code)
+            i = line_end
+            continue
+        if c == '"':
+            prefix = _RS_PREFIX.search(text, max(0, i - 258), i)  # at most 255 hashes
+            start = i if prefix is None else prefix.start()
+            if prefix is not None and (hashes := prefix.group(1)) is not None:
+                end = text.find('"' + hashes, i + 1)
+                j = n if end < 0 else end + 1 + len(hashes)
+            else:
+                j = i + 1
+                while j < n and text[j] != '"':
+                    j += 2 if text[j] == "\\" else 1
+                j = min(j + 1, n)
+            for k in range(start, i):  # the prefix, already taken as code
+                rest[k] = text[k]
+            blank(start, j, code)
+            i = j
+            continue
+        if c == "'" and (char := _RS_CHAR.match(text, i)):
+            blank(i, char.end(), code)
+            i = char.end()
+            continue
+        rest[i] = " " if c != "\n" else "\n"
+        i += 1
+    return "".join(code), "".join(rest)

@@ -40,7 +40,8 @@ from typing import Any
 
 from orchestrator.corpus.foreign import Foreign, opened
 from orchestrator.errors import InputError, SandbenchError
-from orchestrator.truth_lexing import WORD, code_and_rest, ts_code_and_rest
+from orchestrator.truth_declarations import csharp_types, declared_names
+from orchestrator.truth_lexing import WORD, code_and_rest, rs_code_and_rest, ts_code_and_rest
 
 # The rules a suite may declare (suite.toml `truth_rule`): name -> what it means.
 RULES = {
@@ -50,7 +51,16 @@ RULES = {
                                     "the symbol in admissible, not core",
 }
 DEFAULT_RULE = "text-v1"
-EXTENSIONS = ("cs", "ts")
+# The version of the rules' reading of sources, which every rule above shares: a suite records
+# the version its truth was made by (suite.toml `truth_rule_version`, written by `suite new`,
+# required by `suite add-tasks`), and a run's disclosure states it. 1: a C# type's name was
+# the first capitalised word after its keyword, across lines (a generic type whose `where`
+# clause stood on the next line declared its type parameter); a TypeScript `import type X`
+# declared X and `function*` nothing; Rust was not read. 2: a name is the identifier right
+# after its keyword (orchestrator/truth_declarations.py), and Rust sources are read with their
+# own lexer (truth_lexing.rs_code_and_rest).
+VERSION = 2
+EXTENSIONS = ("cs", "ts", "rs")
 # A source file is read whole to be lexed: the largest .cs file of MassTransit is ~150 kB and
 # generated sources rarely pass a few MB, so a file above this is refused, named, not lexed.
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
@@ -63,10 +73,6 @@ COMMIT = re.compile(r"[0-9a-f]{4,40}")
 TEST_DIR = re.compile(r"(?:^|/)(?:[^/]*\.)?(?:tests?|specs?)/", re.I)
 TEST_NAME = re.compile(r"(?:(?:^|/|[._-])(?:[Tt]ests?|[Ss]pecs?)|Tests?|Specs?)\.[^./]+$")
 
-DECLARATION = re.compile(r"\b(?:class|interface|struct|record|enum|delegate)\s+(?:[\w<>,\s.]*?\s)?"
-                         r"(?P<name>[A-Z]\w*)\s*(?:<|\(|:|\{|where\b|$)", re.M)
-TS_DECLARATION = re.compile(r"\b(?:class|interface|type|enum|function|namespace)\s+"
-                            r"(?P<name>[A-Za-z_$][\w$]*)")
 
 
 # -- the corpus and the mirror ------------------------------------------------------------------
@@ -155,7 +161,7 @@ class Sources:
     def split(self, rel: str, ext: str = "cs") -> tuple[str, str]:
         """(code, comments and literals) of the file, as code_and_rest splits it."""
         if rel not in self._split:
-            lexer = ts_code_and_rest if ext == "ts" else code_and_rest
+            lexer = {"ts": ts_code_and_rest, "rs": rs_code_and_rest}.get(ext, code_and_rest)
             self._split[rel] = lexer(self.text(rel))
         return self._split[rel]
 
@@ -195,20 +201,13 @@ def is_test(path: str) -> bool:
 
 def declared_types(path: Path) -> list[str]:
     """The C# types the file declares in code."""
-    return _types(code_and_rest(read_source(path))[0])
-
-
-def _types(code: str) -> list[str]:
-    return sorted({m.group("name") for m in DECLARATION.finditer(code)})
+    return csharp_types(code_and_rest(read_source(path))[0])
 
 
 def declares(sources: Sources, rel: str, name: str, ext: str) -> bool:
     """Whether the file declares `name` in its code (a C# type; a TypeScript class,
-    interface, type, enum, function or namespace)."""
-    code, _ = sources.split(rel, ext)
-    if ext == "ts":
-        return any(m.group("name") == name for m in TS_DECLARATION.finditer(code))
-    return name in _types(code)
+    interface, type alias, enum, function or namespace; a Rust item)."""
+    return name in declared_names(sources.split(rel, ext)[0], ext)
 
 
 # -- the three rules ----------------------------------------------------------------------------
@@ -223,7 +222,8 @@ class Refs:
     declaring: list[str]  # the files declaring the symbol (in core under text-v1)
 
     def to_json(self) -> dict[str, Any]:
-        return {"rule": self.rule, "verb": "refs", "symbol": self.symbol, "ext": self.ext,
+        return {"rule": self.rule, "rules_version": VERSION, "verb": "refs",
+                "symbol": self.symbol, "ext": self.ext,
                 "core": self.core, "admissible": self.admissible, "declaring": self.declaring}
 
 
@@ -236,7 +236,8 @@ class Impact:
     graded: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        return {"rule": DEFAULT_RULE, "verb": "impact", "seed": self.seed, "fixes": self.fixes,
+        return {"rule": DEFAULT_RULE, "rules_version": VERSION, "verb": "impact",
+                "seed": self.seed, "fixes": self.fixes,
                 "types": self.types, "fix_beyond_seed": self.fix_beyond_seed,
                 "graded": self.graded}
 
@@ -264,7 +265,7 @@ def refs(sources: Sources, symbol: str, ext: str = "cs", rule: str = DEFAULT_RUL
 def impact(sources: Sources, seed: str, mirror: Foreign | None = None,
            fixes: Sequence[str] = ()) -> Impact:
     inside(sources.pristine, seed)
-    types = _types(sources.split(seed)[0])
+    types = csharp_types(sources.split(seed)[0])
     fixed = [p for p, _ in fix_files(mirror, fixes)] \
         if mirror is not None and fixes else []
     dependents, _ = mentions(sources, types) if types else ([], [])
@@ -281,7 +282,8 @@ class Declarations:
     files: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        return {"rule": DEFAULT_RULE, "verb": "declares", "term": self.term, "what": self.what,
+        return {"rule": DEFAULT_RULE, "rules_version": VERSION, "verb": "declares",
+                "term": self.term, "what": self.what,
                 "ignore_case": self.ignore_case, "ext": self.ext, "files": self.files,
                 "primary": self.files[0] if self.files else None}
 
@@ -309,9 +311,8 @@ def declarations(sources: Sources, term: str, what: str, ext: str = "cs",
             continue
         code, _ = sources.split(rel, ext)
         if what == "type":
-            names = _types(code) if ext == "cs" else [m.group("name") for m in
-                                                       TS_DECLARATION.finditer(code)]
-            found = any(needle in (n.lower() if ignore_case else n) for n in names)
+            found = any(needle in (n.lower() if ignore_case else n)
+                        for n in declared_names(code, ext))
         else:  # the declaration's line as written (its literals kept), found from the code
             found = any(needle in (line.lower() if ignore_case else line)
                         for m in MEMBER_LINE.finditer(code)
@@ -344,7 +345,8 @@ def impact_lines(result: Impact) -> list[str]:
 
 def fix_json(shas: Sequence[str], rows: Sequence[tuple[str, int]], ext: str) -> dict[str, Any]:
     primary = next((path for path, _ in rows if not is_test(path)), None)
-    return {"rule": DEFAULT_RULE, "verb": "fix", "fixes": list(shas), "ext": ext,
+    return {"rule": DEFAULT_RULE, "rules_version": VERSION, "verb": "fix", "fixes": list(shas),
+            "ext": ext,
             "files": [{"path": path, "lines": lines} for path, lines in rows],
             "primary": primary}
 

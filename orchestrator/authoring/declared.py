@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import suite as suite_mod
-from orchestrator import toml_text
+from orchestrator import toml_text, truth_rules
 from orchestrator.authoring._common import bad as _bad
 from orchestrator.fsutil import read_toml
 
@@ -37,6 +37,13 @@ def read_declared(suite_toml: Path) -> Declared:
     if rule is None:
         raise _bad("truth_rule", f"one of {list(suite_mod.TRUTH_RULES)} (the rule add-tasks "
                    "computes truth by)", None, suite_toml)
+    if suite_mod.truth_rule_version(suite_toml, data) != truth_rules.VERSION:
+        raise _bad("truth_rule_version", f"{truth_rules.VERSION} (the version of the rules "
+                   "add-tasks computes truth by: one suite's truth is made by one version)",
+                   data.get("truth_rule_version"), suite_toml,
+                   fix=f"make the suite again with `sandbench suite new` (it records version "
+                   f"{truth_rules.VERSION}), or set truth_rule_version = {truth_rules.VERSION} "
+                   "if no task was made yet")
     if not isinstance(corpus_id := data.get("corpus"), str):
         raise _bad("corpus", "the id of a corpus in corpus.lock", corpus_id, suite_toml)
     test_files = data.get("test_files", TEST_FILES[0])

@@ -137,6 +137,8 @@ def suite_toml(c: SuiteChoices, pin: corpus.CorpusPin) -> str:
         f"truth_rule = {toml_text.string(c.truth_rule)}",
         "# locate and e2e-retrieval: whether the truth keeps the test files the fix touched.",
         f"test_files = {toml_text.string(c.test_files)}",
+        "# The version of the rules (orchestrator/truth_rules.py) add-tasks makes truth by.",
+        f"truth_rule_version = {truth_rules.VERSION}",
         "",
         "[bands]",
         *(f"{key} = {_number(c.bands[key])}" for key in DEFAULT_BANDS),
@@ -186,8 +188,9 @@ def preregistration(c: SuiteChoices, pin: corpus.CorpusPin, today: str) -> str:
         "`partial` = some.",
         f"- **Impact precision cap: {c.precision_cap} files.** An answer naming more is over "
         "the cap (neither correct nor partial; recall and precision still printed).",
-        f"- **Truth rule `{c.truth_rule}`** ({truth_rules.RULES[c.truth_rule]}; stated in "
-        "orchestrator/truth_rules.py): each task's truth is computed mechanically from a "
+        f"- **Truth rule `{c.truth_rule}`, rules version {truth_rules.VERSION}** "
+        f"({truth_rules.RULES[c.truth_rule]}; stated in orchestrator/truth_rules.py): each "
+        "task's truth is computed mechanically from a "
         "record by `sandbench suite add-tasks`, on the pristine corpus and the corpus's "
         "mirror, before any arm runs; no arm's tool is run to produce it. Per kind:",
         *(f"  - `{kind}`: {rule}." for kind, rule in KIND_RULES.items()),

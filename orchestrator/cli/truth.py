@@ -99,7 +99,7 @@ def rule_fix(mirror: Path = Mirror,
 @rule_app.command("refs", cls=Command)
 def rule_refs(pristine: Path = Pristine,
               symbol: str = typer.Argument(..., metavar="NAME", help="The symbol."),
-              ext: str = typer.Option("cs", "--ext", metavar="EXT", help="cs or ts."),
+              ext: str = typer.Option("cs", "--ext", metavar="EXT", help="cs, ts or rs."),
               rule: str = typer.Option(truth_rules.DEFAULT_RULE, "--rule", metavar="RULE",
                                        help="text-v1, or text-v1-declaring-admissible (the "
                                             "declaring files go to admissible)."),
@@ -140,7 +140,7 @@ def rule_declares(pristine: Path = Pristine,
                                                 "member (a declaration line containing it)."),
                   ignore_case: bool = typer.Option(False, "--ignore-case",
                                                    help="Compare without case, as rg -i."),
-                  ext: str = typer.Option("cs", "--ext", metavar="EXT", help="cs or ts."),
+                  ext: str = typer.Option("cs", "--ext", metavar="EXT", help="cs, ts or rs."),
                   as_json: bool = Json) -> None:
     """The non-test files whose code declares what TERM names (a published task whose
     question is a search term); in path order, the first is a locate task's primary."""

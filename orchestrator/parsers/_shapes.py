@@ -7,6 +7,8 @@ orchestrator/suite.py): what the scorer parses of a cell's stdout, and how its c
   ParseError naming it.
 - **File list.** One repo path per line (``rg -l``): each through `repo_path`, as a row with
   no line; blank lines are skipped; the arm's parser's banners are skipped first.
+- **A parser of its own.** A command printing a form other than its arm's parser reads (rg's
+  `--heading`, as a publication printed it) names the registered parser that reads it.
 - **Calls.** A script counts its ``sandbench-call:`` lines (those its `call`s printed), zero
   included; any other command counts as its parser does.
 
@@ -22,7 +24,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from orchestrator.parsers import (ParseError, Parsed, Row, answer_rows, check_kind, clipped,
-                                  count_calls, lines, marked_calls, repo_path, skip_banners)
+                                  count_calls, get_parser, lines, marked_calls, repo_path,
+                                  skip_banners)
 
 if TYPE_CHECKING:
     from orchestrator.parsers import OutputParser
@@ -35,7 +38,7 @@ TOOL = "tool"
 class Shape:
     """How a cell's output is read: the default (an arm's own template) is its parser's."""
 
-    output: str = TOOL                # TOOL (the arm's parser) | FILE_LIST
+    output: str = TOOL                # TOOL (the arm's parser) | FILE_LIST | a parser's name
     sections: str | None = None       # the separator line, when the output has sections
     answer_section: str | int = "last"
     script: bool = False              # a task's script: calls are its marked calls exactly
@@ -84,6 +87,8 @@ def parse_output(parser: OutputParser, stdout: bytes, stderr: bytes, kind: str,
         banners: tuple[str, ...] = getattr(parser, "banners", ())
         parsed = Parsed(file_list(skip_banners(answer, banners), parser.name),
                         count_calls(stderr))
+    elif shape.output != TOOL:  # a parser the task names for the form its command prints
+        parsed = get_parser(shape.output).parse(answer, stderr, kind)
     else:
         parsed = parser.parse(answer, stderr, kind)
     return replace(parsed, calls=marked_calls(stderr)) if shape.script else parsed

@@ -17,7 +17,7 @@ _RG_BINARY = ": binary file matches (found "
 _RG_BINARY_OFFSET = " byte around offset "
 
 
-def _rg_binary_notice(line: str) -> bool:
+def rg_binary_notice(line: str) -> bool:
     """`PATH: binary file matches (found WHAT byte around offset N)`, by splitting at its
     fixed marks (a regex of two open-ended runs around them took quadratic time)."""
     path, mark, rest = line.partition(_RG_BINARY)
@@ -60,7 +60,7 @@ class RgParser:
                 yield Row(repo_path(line[:site.start()], self.name),
                           untrusted.line_number(site[1], what="rg line number"),
                           reason(line[site.end():]))
-            elif (kind in RANKED_KINDS and _rg_count(line)) or _rg_binary_notice(line):
+            elif (kind in RANKED_KINDS and _rg_count(line)) or rg_binary_notice(line):
                 continue
             else:
                 raise ParseError(f"{self.name}: line {number} is not path:line:text: "

@@ -173,9 +173,10 @@ def _tool_lines(run: Mapping[str, Any], tool: str | None, state: str | None,
 
 def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, str],
                guards_ok: Mapping[str, bool | None], roots: Sequence[str],
-               extra_deviations: Sequence[str], *, tool_under_test: str | None
-               ) -> dict[str, Any]:
-    """The template's fields, in its order, plus the deviations that explain every gap."""
+               extra_deviations: Sequence[str], *, tool_under_test: str | None,
+               truth: str | None = None) -> dict[str, Any]:
+    """The template's fields, in its order, plus the deviations that explain every gap
+    (`truth`: the rule and rules version that made the suite's truth, on the Corpus line)."""
     run_id = run["run_id"]
     # An arm the run refused comes first, with why: the run is not what the suite asked for.
     deviations = [rewrite_paths(f"arm {arm} refused by its isolation guards, not measured: "
@@ -233,7 +234,8 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
     return {
         "date": run["date"],
         "corpus": f"{run['corpus']['repo']} @ {run['corpus']['sha']} "
-                  f"({run['corpus']['tracked_files']} indexed files at the pin)",
+                  f"({run['corpus']['tracked_files']} indexed files at the pin)"
+                  + (f"; truth by {truth}" if truth else ""),
         "tool_version": tool_line,
         "build": build_line,
         "host": f"{host['arch']} host, idleness not recorded; {host['cores']} cores, "

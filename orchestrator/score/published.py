@@ -1,10 +1,15 @@
 """A task's published figures (`[published.ARM]`) against the cell that ran here: whether the
-publication's line count, payload bytes, grade (and, when it printed them, recall, precision
-and the size of the graded set) are reproduced, and by how much each differs.
+figures the publication printed (its payload bytes and, when it printed them, its line count,
+grade, recall, precision and the size of the graded set) are reproduced, and by how much each
+differs; a figure it did not print is shown, not compared.
 
 Lines and bytes are the cold rep's stdout, the one cost is measured on, after the sandbox's
-corpus mount `/corpus/` at the start of each line is swapped for the prefix the publication's
-paths had: the same tool on the same corpus then prints the same bytes wherever it ran.
+corpus mount `/corpus/` is swapped for the prefix the publication's paths had wherever a path
+starts with it: at a line's start (`path:line:text`, a `--heading` line) or within a line
+(`Found 2 in /corpus/a.cs`, `{"path": "/corpus/a.cs"}`), anywhere the mount does not continue
+a longer word or path (`data/corpus/` and `/corpusx` are not it). The same tool on the same
+corpus then prints the same bytes wherever it ran (a line of the corpus's own text quoting
+` /corpus/` would be swapped too: the figure names the rule, DEFINITION).
 """
 
 from __future__ import annotations
@@ -19,27 +24,34 @@ from orchestrator.score.numbers import r6
 from orchestrator.suite import Published, Task
 
 DEFINITION = ("a task's [published.ARM] figures compared with that cell here: lines and bytes "
-              "of the cold rep's stdout after /corpus/ at the start of each line is swapped "
-              "for the publication's path prefix (lines: newline-ended lines, a last line "
-              "without one counted), the cell's grade, and recall and precision rounded to "
-              "the digits the publication printed; difference = here - published")
+              "of the cold rep's stdout after /corpus/ is swapped for the publication's path "
+              "prefix wherever a path starts with it (at a line's start or within a line, "
+              "not where it continues a longer word or path; lines: newline-ended lines, a "
+              "last line without one counted), the cell's grade, and recall and precision "
+              "rounded to the digits the publication printed; a figure the publication did "
+              "not print (a grade, a line count) is shown, not compared; difference = here - "
+              "published")
 
 
-# The corpus mount where a line starts, as bytes.splitlines() splits lines (after \n or \r).
-_MOUNT_AT_LINE_START = re.compile(rb"(?<![^\r\n])" + re.escape(correctness.CORPUS_MOUNT.encode()))
+# The corpus mount where a path starts with it: not after a character that a word or a path
+# goes on with (a letter, digit, `_`, `.`, `~`, `@`, `+`, `-`, `/` or a byte of a UTF-8
+# sequence), so at a line's start, after a blank, a quote, a bracket, `=` or `:`.
+_MOUNT_STARTING_A_PATH = re.compile(rb"(?<![\w.~@+/\x80-\xff-])"
+                                    + re.escape(correctness.CORPUS_MOUNT.encode()))
 
 
 def swapped_figures(stdout: bytes, prefix: str) -> tuple[int, int]:
     """The lines and bytes the output would have with the publication's prefix instead of
-    /corpus/ at the start of each line, counted where the mount is found (one search), never
-    by building the swapped copy or a list of its lines: lines are newline-ended, a last line
-    without one counted."""
+    /corpus/ wherever a path starts with it, counted where the mount is found (one search),
+    never by building the swapped copy or a list of its lines: lines are newline-ended, a last
+    line without one counted."""
     mount, new = correctness.CORPUS_MOUNT.encode(), prefix.encode("utf-8")
-    swaps = sum(1 for _ in _MOUNT_AT_LINE_START.finditer(stdout))
+    swaps = sum(1 for _ in _MOUNT_STARTING_A_PATH.finditer(stdout))
     size = len(stdout) + swaps * (len(new) - len(mount))
     newlines = stdout.count(b"\n") + swaps * new.count(b"\n")
     last = stdout[-1:]
-    if stdout.endswith(mount) and _MOUNT_AT_LINE_START.match(stdout, len(stdout) - len(mount)):
+    if stdout.endswith(mount) and _MOUNT_STARTING_A_PATH.match(stdout,
+                                                                len(stdout) - len(mount)):
         last = new[-1:] or stdout[-len(mount) - 1:-len(mount)]  # the last line is the mount
     return newlines + (1 if size and last != b"\n" else 0), size
 
@@ -57,6 +69,15 @@ def _count(name: str, published: int | None, here: int | None) -> dict[str, Any]
         return _figure(name, None, here, None, None)
     return _figure(name, published, here, here == published,
                    None if here is None else here - published)
+
+
+def _grade(published: str | None, here: str) -> dict[str, Any]:
+    """The cell's grade against the published one; one the publication did not print is
+    shown, not compared (reproduced None)."""
+    if published is None:
+        return _figure("grade", None, here, None, None)
+    return _figure("grade", published, here, here == published,
+                   None if here == published else f"{here} here, {published} published")
 
 
 def _fraction(name: str, published: float, digits: int, here: float | None) -> dict[str, Any]:
@@ -79,9 +100,7 @@ def compare(published: Published, task: Task, cell: Mapping[str, Any],
     figures = [
         _count("lines", published.lines, lines),
         _count("bytes", published.bytes, size),
-        _figure("grade", published.grade, cell["verdict"], cell["verdict"] == published.grade,
-                None if cell["verdict"] == published.grade else
-                f"{cell['verdict']} here, {published.grade} published")]
+        _grade(published.grade, cell["verdict"])]
     if published.recall is not None and published.recall_digits is not None:
         figures.append(_fraction("recall", published.recall, published.recall_digits,
                                  grade.get("recall") if graded else None))
@@ -94,7 +113,9 @@ def compare(published: Published, task: Task, cell: Mapping[str, Any],
                               if task.kind in correctness.FILE_KINDS else None))
     notes = []
     if cell["verdict"] not in correctness.VERDICTS:
-        notes.append(f"the cell is {cell['verdict']} here: nothing to compare but the grade")
+        notes.append(f"the cell is {cell['verdict']} here: nothing to compare but the grade"
+                     if published.grade is not None else f"the cell is {cell['verdict']} "
+                     "here and the publication printed no grade: nothing to compare")
     if "stdout-truncated" in cell["flags"]:
         notes.append("the cold rep's stdout was truncated here: lines and bytes are of the "
                      "bytes kept")

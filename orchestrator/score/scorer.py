@@ -206,7 +206,8 @@ def _environment(inputs: RunInputs, cells: Sequence[dict[str, Any]],
     env = environment.disclosure(run.to_json(), inputs.suite.baseline,
                                  {a.name: a.status for a in inputs.arms},
                                  {a: g["ok"] for a, g in guards.items()}, roots, extra,
-                                 tool_under_test=inputs.suite.tool_under_test)
+                                 tool_under_test=inputs.suite.tool_under_test,
+                                 truth=truth_made_by(inputs.suite))
     env["engine"] = {"version": run.engine.version, "api_version": run.engine.api_version}
     return env
 
@@ -215,6 +216,17 @@ def _run_section(run: RunDoc) -> dict[str, Any]:
     return {"run_id": run.run_id, "date": run.date, "status": run.status,
             "sandbench_version": run.sandbench_version, "resumes": len(run.resumes),
             "exec_path": run.exec_path_used}
+
+
+def truth_made_by(the_suite: Suite) -> str | None:
+    """The rule and the rules version that made the suite's truth, as the disclosure states
+    them; None for a suite whose truth no declared rule made."""
+    if the_suite.truth_rule is None:
+        return None
+    version = (f"truth rules version {the_suite.truth_rule_version}"
+               if the_suite.truth_rule_version is not None else
+               "truth rules version not recorded (the suite predates versions: version 1)")
+    return f"rule {the_suite.truth_rule}, {version}"
 
 
 def _suite_section(inputs: RunInputs) -> dict[str, Any]:

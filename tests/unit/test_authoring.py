@@ -222,7 +222,8 @@ def test_suite_new_writes_the_declared_choices(shop: Shop) -> None:
     assert data == {"version": 1, "name": "shop-suite", "corpus": "shop",
                     "arms": ["rg", "ast-grep"], "baseline": "rg", "reps": 2, "timeout_s": 90,
                     "precision_cap": 30, "top_k": 7, "truth_rule": "text-v1",
-                    "test_files": "include", "bands": {"references_correct_recall": 0.75,
+                    "truth_rule_version": truth_rules.VERSION, "test_files": "include",
+                    "bands": {"references_correct_recall": 0.75,
                               "references_correct_max_outside": 2,
                               "references_partial_recall": 0.5,
                               "impact_partial_fraction": 0.5}}
@@ -361,6 +362,36 @@ def test_add_tasks_needs_the_mirror_and_a_declared_rule(shop: Shop) -> None:
     assert no_rule.exit_code == 2 and "truth_rule: expected one of" in no_rule.output
 
 
+@pytest.mark.parametrize(("version", "said"), [
+    (None, "truth_rule_version: expected 2 (the version of the rules add-tasks"),
+    ("1", "truth_rule_version: expected 2 (the version of the rules add-tasks"),
+    ("0", "truth_rule_version: expected a whole number, 1 or more")])
+def test_add_tasks_makes_truth_only_for_the_rules_version_the_suite_records(
+        shop: Shop, version: str | None, said: str) -> None:
+    """One suite's truth is made by one version of the rules: add-tasks refuses a suite that
+    records another (or none), writing nothing."""
+    _ready(shop)
+    toml = shop.project / "suites" / "shop-suite" / "suite.toml"
+    line = f"truth_rule_version = {truth_rules.VERSION}\n"
+    toml.write_text(toml.read_text().replace(line, "" if version is None else
+                                             f"truth_rule_version = {version}\n"))
+    before = _tree(shop.project / "suites" / "shop-suite")
+    refused = _add_tasks(shop, _records(shop))
+    assert refused.exit_code == 2 and said in " ".join(refused.output.split()), refused.output
+    assert _tree(shop.project / "suites" / "shop-suite") == before
+
+
+def test_a_suite_records_its_rules_version_only_beside_its_rule(shop: Shop) -> None:
+    _ready(shop)
+    assert _add_tasks(shop, _records(shop)).exit_code == 0
+    toml = shop.project / "suites" / "shop-suite" / "suite.toml"
+    assert suite.load_suite(shop.project / "suites", "shop-suite").truth_rule_version == \
+        truth_rules.VERSION
+    toml.write_text(toml.read_text().replace('truth_rule = "text-v1"\n', ""))
+    with pytest.raises(InputError, match="truth_rule_version: expected absent"):
+        suite.load_suite(shop.project / "suites", "shop-suite")
+
+
 # -- the rules ----------------------------------------------------------------------------------
 
 def test_the_rules_a_suite_may_declare_are_the_librarys() -> None:
@@ -396,6 +427,7 @@ def test_text_truth_py_prints_what_truth_rule_prints(shop: Shop) -> None:
     refs = json.loads(CliRunner().invoke(app, ["truth", "rule", "refs", pristine, "Money",
                                                "--json"]).stdout)
     assert refs["declaring"] == ["src/Shop/Money.cs"] and refs["rule"] == "text-v1"
+    assert refs["rules_version"] == fix["rules_version"] == truth_rules.VERSION
     bad = CliRunner().invoke(app, ["truth", "rule", "fix", mirror, "HEAD~1"])
     assert bad.exit_code == 2 and "FIX_SHA: expected a commit" in bad.output
 
@@ -444,6 +476,22 @@ def test_the_word_index_finds_what_the_word_search_finds(tmp_path: Path) -> None
                 sources = truth_rules.Sources(checkout)
                 assert sources.naming(names, ext) == want  # the scan
                 assert sources.naming(names, ext) == want  # the index (or the scan for $-names)
+
+
+def test_refs_reads_rust_sources_with_their_own_lexer(tmp_path: Path) -> None:
+    """A Rust file naming the symbol only in a raw string or a nested comment is admissible,
+    in code core; the file declaring it (a struct with its where clause on the next line) is
+    the declaring one."""
+    files = {"src/level.rs": "pub struct StockLevel<T>\nwhere\n    T: Copy,\n{\n    n: T,\n}\n",
+             "src/use.rs": "fn f<'a>(l: &'a StockLevel<u8>) {}\n",
+             "src/doc.rs": 'const S: &str = r#"a "StockLevel" b"#; /* /* StockLevel */ */\n'}
+    with clean_git() as git:
+        git.run("init", "-q", cwd=tmp_path)
+        _commit(git, tmp_path, files, "rust")
+    with foreign.opened(tmp_path, "PRISTINE") as checkout:
+        refs = truth_rules.refs(truth_rules.Sources(checkout), "StockLevel", "rs")
+    assert (refs.core, refs.admissible, refs.declaring) == (
+        ["src/level.rs", "src/use.rs"], ["src/doc.rs"], ["src/level.rs"])
 
 
 def test_a_record_may_make_only_some_of_its_kinds(shop: Shop) -> None:

@@ -162,8 +162,8 @@ SUITE_FILE, TASK_FILE = "suite.toml", "tasks/imp.toml"
     (TASK_FILE, '\n[grading]\ncut = 5\n', "grading.cut", 5),
     (TASK_FILE, '\n[published.ripgrep]\nsource = "s"\nlines = 1\nbytes = 1\n'
      'path_prefix = ""\ngrade = "correct"\n', "published.ripgrep", "ripgrep"),
-    (TASK_FILE, '\n[published.rg]\nsource = "s"\nlines = 1\nbytes = 1\npath_prefix = ""\n',
-     "published.rg.grade", None),
+    (TASK_FILE, '\n[published.rg]\nsource = "s"\nlines = 1\npath_prefix = ""\n',
+     "published.rg.bytes", None),
     (TASK_FILE, '\n[published.rg]\nsource = "s"\nlines = -1\nbytes = 1\npath_prefix = ""\n'
      'grade = "correct"\n', "published.rg.lines", -1),
     (TASK_FILE, '\n[published.rg]\nsource = "s"\nlines = 1\nbytes = 1\n'
@@ -208,9 +208,16 @@ def test_published_figures_load_with_their_printed_digits(tmp_path: Path) -> Non
 # -- the published comparison -------------------------------------------------------------------
 
 def _swapped(stdout: bytes, prefix: str) -> bytes:
-    """The output with the prefix swapped in, built: what swapped_figures counts."""
-    return b"".join(prefix.encode() + line[len(b"/corpus/"):] if line.startswith(b"/corpus/")
-                    else line for line in stdout.splitlines(keepends=True))
+    """The output with the prefix swapped in, built: what swapped_figures counts (the mount
+    wherever the byte before it, if any, is not one a word or a path goes on with)."""
+    mount, out, at = b"/corpus/", bytearray(), 0
+    while (found := stdout.find(mount, at)) >= 0:
+        before = stdout[found - 1:found]
+        starts = not before or not (before.isalnum() or before in b"_.~@+/-"
+                                    or before[0] >= 0x80)
+        out += stdout[at:found] + (prefix.encode() if starts else mount)
+        at = found + len(mount)
+    return bytes(out + stdout[at:])
 
 
 def _figures(data: bytes) -> tuple[int, int]:
@@ -218,11 +225,24 @@ def _figures(data: bytes) -> tuple[int, int]:
     return lines, len(data)
 
 
-def test_the_corpus_mount_is_swapped_at_line_starts_only() -> None:
-    out = b"/corpus/src/a.cs:1:x /corpus/y\n/corpus/b.cs\nno/corpus/c\n/corpusx\n"
-    assert _swapped(out, "bench/c/") == \
-        b"bench/c/src/a.cs:1:x /corpus/y\nbench/c/b.cs\nno/corpus/c\n/corpusx\n"
-    assert published.swapped_figures(out, "bench/c/") == _figures(_swapped(out, "bench/c/"))
+def test_the_corpus_mount_is_swapped_wherever_a_path_starts_with_it() -> None:
+    """At a line's start and within a line (after a blank, a quote, a bracket, `=`, `:`),
+    never where it continues a longer word or path."""
+    out = (b"/corpus/src/a.cs:1:x /corpus/y\n/corpus/b.cs\nno/corpus/c\n/corpusx\n"
+           b'Found 2 in /corpus/d.cs (see "/corpus/e.cs", [/corpus/f], x=/corpus/g:/corpus/h)\n'
+           b"data_/corpus/i .\xc3\xa9/corpus/j ~/corpus/k x//corpus/n ./corpus/o"
+           b"\r/corpus/l\t/corpus/m")
+    assert _swapped(out, "bench/c/") == (
+        b"bench/c/src/a.cs:1:x bench/c/y\nbench/c/b.cs\nno/corpus/c\n/corpusx\n"
+        b'Found 2 in bench/c/d.cs (see "bench/c/e.cs", [bench/c/f], x=bench/c/g:bench/c/h)\n'
+        b"data_/corpus/i .\xc3\xa9/corpus/j ~/corpus/k x//corpus/n ./corpus/o"
+        b"\rbench/c/l\tbench/c/m")
+    for prefix in ("bench/corpora/csharp/", "p/", ""):  # longer, shorter: bytes change
+        assert published.swapped_figures(out, prefix) == _figures(_swapped(out, prefix))
+    for tail in (b"x /corpus/", b"/corpus/", b"a/corpus/"):  # the last line ends in the mount
+        for prefix in ("p/", ""):
+            assert published.swapped_figures(b"a\n" + tail, prefix) == \
+                _figures(_swapped(b"a\n" + tail, prefix)), (tail, prefix)
     assert published.swapped_figures(b"a\nb", "p/") == (2, 3)
     assert published.swapped_figures(b"", "p/") == (0, 0)
     assert published.swapped_figures(b"a\n", "p/") == (1, 2)
@@ -252,6 +272,30 @@ def test_published_figures_reproduced_and_their_differences() -> None:
     assert figs["grade"]["difference"] == "partial here, correct published"
     assert not figs["precision"]["reproduced"] and figs["recall"]["reproduced"]
     assert figs["graded"]["difference"] == -6
+
+
+def test_a_publication_printing_no_grade_is_compared_on_what_it_printed() -> None:
+    """No grade (nor line count) published: the grade here is shown, not compared, and the
+    cell is reproduced when the bytes it printed are."""
+    out = b"Found in /corpus/src/a.cs\n"
+    task = a_task("impact", {"graded": ["src/a.cs"]})
+    cell_ = {"arm": "rg", "task": "t", "verdict": "wrong", "flags": [], "grade": {}}
+    bare = _fig(bytes=len(_swapped(out, "p/")), lines=None, grade=None, recall=None,
+                precision=None, graded=None)
+    result = published.compare(bare, task, cell_, out)
+    assert result["reproduced"] and result["figures"][2] == {
+        "figure": "grade", "published": None, "here": "wrong", "reproduced": None,
+        "difference": None}
+    assert not published.compare(replace(bare, bytes=1), task, cell_,
+                                 out)["reproduced"]
+    unscored = published.compare(bare, task, {**cell_, "verdict": "unscored"}, None)
+    assert "printed no grade: nothing to compare" in unscored["notes"][0]
+
+
+def test_a_published_block_may_print_no_grade(tmp_path: Path) -> None:
+    _suite_files(tmp_path, task_tail='\n[published.rg]\nsource = "s"\nbytes = 9\n'
+                                     'path_prefix = "bench/"\n')
+    assert load_suite(tmp_path / "suites", "s").tasks[0].published["rg"].grade is None
 
 
 def test_a_cell_without_output_reproduces_nothing_but_says_why() -> None:

@@ -53,7 +53,7 @@ def reaches(parsed: parsers.Parsed) -> bool:
 
 def test_every_parser_is_registered_under_its_own_name() -> None:
     assert set(parsers.PARSERS) == {"rg", "ast-grep", "code-review-graph", "devscout",
-                                    "code-index-mcp", "serena", "aider-repomap"}
+                                    "code-index-mcp", "serena", "aider-repomap", "rg-heading"}
     for name, parser in parsers.PARSERS.items():
         assert parser.name == name
         assert parsers.get_parser(name) is parser

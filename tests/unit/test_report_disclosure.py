@@ -4,12 +4,15 @@ cores and memory."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from test_score_fixtures import RUN_ID, Arm, RunBuilder
 
 from orchestrator.report.markdown import disclosure as block
+from orchestrator import suite
 from orchestrator.score import compute
+from orchestrator.score.scorer import truth_made_by
 from orchestrator.score.environment import bench_roots, disclosure, rewrite_paths
 
 ROOTS = ["/srv/work/main/bench"]
@@ -130,6 +133,25 @@ def test_a_suite_naming_no_tool_under_test_says_so() -> None:
     assert (env["tool_version"], env["build"], env["isolation"]) == ("n/a", "n/a", "n/a")
     assert ("the suite names no tool under test (tool_under_test in its suite.toml): Tool "
             "version, Build and Isolation are n/a") in env["deviations"]
+
+
+def test_the_corpus_line_states_the_rule_and_rules_version_that_made_the_truth() -> None:
+    """A suite's truth made by a declared rule names it and the rules' version; a suite made
+    before versions says it records none; a suite whose truth no rule made says nothing."""
+    the_suite = suite.load_suite(Path(__file__).resolve().parents[2] / "suites",
+                                 "csharp-published-rg")
+    run = _measured_run({})
+    versioned = dataclasses.replace(the_suite, truth_rule_version=2)
+    lines = {}
+    for name, made_by in (("versioned", versioned), ("unversioned", the_suite),
+                          ("by hand", dataclasses.replace(the_suite, truth_rule=None))):
+        lines[name] = disclosure(run, "rg", {"rg": "available"}, {"rg": True}, [], [],
+                                 tool_under_test=None, truth=truth_made_by(made_by))["corpus"]
+    assert lines["versioned"].endswith("at the pin); truth by rule "
+                                       "text-v1-declaring-admissible, truth rules version 2")
+    assert lines["unversioned"].endswith("truth rules version not recorded (the suite "
+                                         "predates versions: version 1)")
+    assert lines["by hand"].endswith("indexed files at the pin)")
 
 
 def test_an_unverified_guard_is_a_deviation() -> None:

@@ -202,6 +202,15 @@ CASES = [
     Case("rg", "one long row", lambda n: _b(_repeat("x", n, "src/a.rs:12:")), parse("rg")),
     Case("rg", "many rows", lambda n: _b(_repeat(ROWS, n)), parse("rg"), MIB // 2),
     Case("rg", "giant line number", lambda n: b"a.rs:" + b"9" * n + b":x", parse("rg")),
+    # -- rg-heading (a path line, then line:text rows) ------------------------------------------
+    Case("rg-heading", "many rows", lambda n: _b(_repeat("12:x\n", n, "src/a.rs\n")),
+         parse("rg-heading"), MIB // 2),
+    Case("rg-heading", "many groups", lambda n: _b(_repeat("src/a.rs\n1:x\n\n", n)),
+         parse("rg-heading"), MIB // 2),
+    Case("rg-heading", "giant line number", lambda n: b"a.rs\n" + b"9" * n + b":x",
+         parse("rg-heading")),
+    Case("rg-heading", "binary-notice marks", lambda n: _b(_repeat(
+        ": binary file matches (found ", n, "a.rs\n1:x\na")), parse("rg-heading")),
     # -- aider-repomap (rg's rows after aider's banner lines) --------------------------------
     Case("aider-repomap", "many banners", lambda n: _repeat(AIDER_BANNER, n, b"") + b"a.py:1:f\n",
          parse("aider-repomap", "locate")),
