@@ -197,9 +197,16 @@ def _seal_with(suite: Path, run: Path, text: str) -> None:
     """The suite copy with `text` as its predictions.toml, sealed, and the run's record of
     the seal updated to it (as if the run had been made with this suite)."""
     (suite / PREDICTIONS).write_text(text, encoding="utf-8")
+    _reseal(suite, run, hashlib.sha256(text.encode()).hexdigest())
+
+
+def _reseal(suite: Path, run: Path, predictions_sha256: str | None) -> None:
+    """The suite's manifest with predictions.toml's digest (None: without the file), and the
+    run's record of the seal updated to it."""
     manifest = json.loads((suite / MANIFEST).read_text(encoding="utf-8"))
-    manifest["inputs"][f"suites/demo/{PREDICTIONS}"] = hashlib.sha256(
-        text.encode()).hexdigest()
+    manifest["inputs"].pop(f"suites/demo/{PREDICTIONS}", None)
+    if predictions_sha256 is not None:
+        manifest["inputs"][f"suites/demo/{PREDICTIONS}"] = predictions_sha256
     (suite / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
     run_doc = json.loads((run / "run.json").read_text(encoding="utf-8"))
     run_doc["suite"]["manifest_sha256"] = hashlib.sha256(
@@ -248,12 +255,16 @@ source = "a direction"
 
 @pytest.fixture(scope="module")
 def sealed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A copy of the golden run and of its suite, to seal predictions into."""
+    """A copy of the golden run and of its suite without the suite's own predictions, sealed
+    so, to seal other predictions into."""
     root = tmp_path_factory.mktemp("predict")
-    shutil.copytree(GOLDEN / "suites" / "demo", root / "suites" / "demo")
-    shutil.copytree(GOLDEN / "demo-run", root / "run",
+    suite, run = root / "suites" / "demo", root / "run"
+    shutil.copytree(GOLDEN / "suites" / "demo", suite)
+    shutil.copytree(GOLDEN / "demo-run", run,
                     ignore=shutil.ignore_patterns("scores.json", "results.md"))
-    return root / "suites" / "demo", root / "run"
+    (suite / PREDICTIONS).unlink(missing_ok=True)
+    _reseal(suite, run, None)
+    return suite, run
 
 
 def _scored(sealed: tuple[Path, Path], tmp_path: Path, text: str) -> Path:
@@ -316,8 +327,14 @@ def test_a_predictions_file_not_in_the_seal_is_refused(sealed: tuple[Path, Path]
         score_run(run, suite)
 
 
-def test_check_without_predictions_is_an_input_error(sealed: tuple[Path, Path]) -> None:
-    result = _check(GOLDEN / "demo-run")
+def test_check_without_predictions_is_an_input_error(sealed: tuple[Path, Path],
+                                                     tmp_path: Path) -> None:
+    suite_src, run_src = sealed
+    suite, run = tmp_path / "suites" / "demo", tmp_path / "run"
+    shutil.copytree(suite_src, suite)
+    shutil.copytree(run_src, run)
+    score_run(run, suite)
+    result = _check(run)
     assert result.exit_code == 2
     assert "carries no predictions" in result.stderr
     assert result.stdout == ""
