@@ -13,7 +13,7 @@ from typing import Any
 
 from orchestrator import compare
 from orchestrator.errors import InputError
-from orchestrator.predictions import evaluate
+from orchestrator.predictions import direction, evaluate
 from orchestrator.predictions.model import Prediction, SuiteFacts, parse_predictions
 from orchestrator.report.scores import load_scores
 from orchestrator.score import SCORES_NAME
@@ -92,6 +92,6 @@ def check_against(baseline_dir: Path, run_dir: Path, suites_dir: Path
                          fix="give as the baseline the run the predictions name",
                          file=str(path), key=f"predictions.declared.{others[0][0]}.against_run",
                          expected=baseline_id, found=others[0][1].against_run)
-    outcomes = evaluate.evaluate(after.scores, declared, before.scores)
+    outcomes = direction.evaluate_against(after.scores, declared, before.scores)
     return Check(after.run.run_id, outcomes, evaluate.tally(outcomes), baseline_id,
                  model["comparable"]), model

@@ -1,6 +1,6 @@
 """Each prediction against a run's scored cells: `met`, `violated`, `missing` (its arm has no
 scored cell over its kind or task, or the figure is undefined there) or `needs-baseline` (a
-direction against a named baseline run whose scores were not supplied). The figures
+direction against a named baseline run, which one run's scores cannot decide). The figures
 are the results document's own (orchestrator/score/bands.py over the same cells), so a
 prediction is checked on the number the reader sees."""
 
@@ -57,75 +57,46 @@ def _within(p: Prediction, found: float) -> bool:
             and (p.at_most is None or found <= p.at_most))
 
 
-def measure(scores: Mapping[str, Any], p: Prediction
-            ) -> tuple[list[dict[str, Any]], dict[str, Any], float | int | None, str | None]:
-    """The prediction's figure over one run's scores: the cells it stands on, their summary,
-    the figure (None if it cannot be found) and, if not found, why not."""
+def evaluate_one(scores: Mapping[str, Any], p: Prediction) -> dict[str, Any]:
+    """One prediction's outcome: its status, the figure found, the cells it stands on and,
+    unless met, why not."""
     cells = _cells(scores, p.arm, p)
     summary = bands.band_summary(cells)
+    out: dict[str, Any] = {"id": p.id, "arm": p.arm, "scope": p.scope, "target": p.target,
+                           "figure": p.figure, "predicted": p.predicted, "found": None,
+                           "cells": len(cells), "graded": summary["graded"],
+                           "status": "missing", "why": None, "source": p.source}
     where = f"{p.arm} over {p.scope} {p.target}"
     if not cells:
-        return cells, summary, None, f"the run has no cell of {where}"
-    if summary["graded"] == 0 and p.grade not in UNGRADED_COUNTS:
-        return cells, summary, None, f"no cell of {where} was scored ({len(cells)} not graded)"
-    found = _figure(scores, p, cells, summary)
-    return cells, summary, found, None if found is not None else (
-        f"{p.figure} is undefined over {where}")
-
-
-def evaluate_one(scores: Mapping[str, Any], p: Prediction,
-                 baseline: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """One prediction's outcome: its status, the figure found, the cells it stands on and,
-    unless met, why not. A direction is decided against `baseline`, the scores of the run it
-    names (None: not supplied, so it needs one); its outcome then carries the baseline's
-    figure as `baseline` (the scorer never supplies one: scores.json keeps its keys)."""
-    cells, summary, found, why = measure(scores, p)
-    out: dict[str, Any] = {"id": p.id, "arm": p.arm, "scope": p.scope, "target": p.target,
-                           "figure": p.figure, "predicted": p.predicted, "found": found,
-                           "cells": len(cells), "graded": summary["graded"],
-                           "status": "missing", "why": why, "source": p.source}
-    if found is None:
-        return out
-    if p.direction is not None:
-        out.update(_direction(p, found, baseline))
+        out["why"] = f"the run has no cell of {where}"
+    elif summary["graded"] == 0 and p.grade not in UNGRADED_COUNTS:
+        out["why"] = f"no cell of {where} was scored ({len(cells)} not graded)"
+    elif (found := _figure(scores, p, cells, summary)) is None:
+        out["why"] = f"{p.figure} is undefined over {where}"
     else:
-        met = _within(p, found)
-        out["status"] = "met" if met else "violated"
-        out["why"] = None if met else f"found {found:g}, predicted {p.predicted}"
+        out["found"] = found
+        if p.direction is not None:
+            out.update(_direction(p))
+        else:
+            met = _within(p, found)
+            out["status"] = "met" if met else "violated"
+            out["why"] = None if met else f"found {found:g}, predicted {p.predicted}"
     return out
 
 
-# What each direction asks of the figure in the run checked (B) against the baseline's (A).
-MOVES = {"higher": lambda b, a: b > a, "lower": lambda b, a: b < a,
-         "unchanged": lambda b, a: b == a}
+def _direction(p: Prediction) -> dict[str, Any]:
+    """A direction against a named baseline run needs that run's figure; one run's scores do
+    not have it, so it is reported as not checked, never as met. The comparison of two runs
+    (`sandbench compare`) is where it is decided."""
+    return {"status": "needs-baseline",
+            "why": f"needs the scores of baseline run {p.against_run}: one run cannot show "
+                   f"a direction"}
 
 
-def _direction(p: Prediction, found: float, baseline: Mapping[str, Any] | None
-               ) -> dict[str, Any]:
-    """A direction is the prediction's own figure in this run beside the same figure in the
-    baseline run, each as that run's results document shows it. Without the baseline's
-    scores it is reported as not checked, never as met; when the baseline has no such figure
-    it is missing."""
-    if baseline is None:
-        return {"status": "needs-baseline",
-                "why": f"needs the scores of baseline run {p.against_run}: one run cannot "
-                       f"show a direction (sandbench check RUN --assert --baseline RUN_0, or "
-                       f"sandbench compare RUN_0 RUN --assert)"}
-    _, _, before, why = measure(baseline, p)
-    if before is None:
-        return {"baseline": None, "status": "missing",
-                "why": f"in baseline run {p.against_run}: {why}"}
-    held = MOVES[str(p.direction)](found, before)
-    return {"baseline": before, "status": "met" if held else "violated",
-            "why": None if held else f"found {found:g} against {before:g} in run "
-                                     f"{p.against_run}, predicted {p.direction}"}
-
-
-def evaluate(scores: Mapping[str, Any], predictions: Sequence[Prediction],
-             baseline: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Every prediction's outcome, in the file's order; none is skipped. `baseline`: the
-    scores of the run the directions are against, if supplied."""
-    return [evaluate_one(scores, p, baseline) for p in predictions]
+def evaluate(scores: Mapping[str, Any], predictions: Sequence[Prediction]
+             ) -> list[dict[str, Any]]:
+    """Every prediction's outcome, in the file's order; none is skipped."""
+    return [evaluate_one(scores, p) for p in predictions]
 
 
 def tally(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, int]:
