@@ -1,5 +1,6 @@
 """`sandbench check RUN_DIR`: the suite's registered predictions against the run's scores,
-a table of predicted vs found; with --assert, exit 1 unless every one was met."""
+a table of predicted vs found; with --baseline RUN_0, each direction decided against that run;
+with --assert, exit 1 unless every one was met."""
 
 from __future__ import annotations
 
@@ -7,28 +8,48 @@ from pathlib import Path
 
 import typer
 
-from orchestrator.cli._common import Json, emit_json, show, table
-from orchestrator.predictions.check import check_run
+from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
+from orchestrator.predictions.check import Check, check_against, check_run
 
 COLUMNS = ("id", "arm", "over", "figure", "predicted", "found", "status", "why")
+# With a baseline run, each direction's figure in that run stands beside the one found.
+BASELINE_COLUMNS = (*COLUMNS[:6], "baseline", *COLUMNS[6:])
+
+
+def _shown(value: float | None) -> str | None:
+    return None if value is None else f"{value:g}"
+
+
+def report(result: Check, as_json: bool, assert_: bool) -> None:
+    """The outcomes as a table (or JSON) on stdout; under --assert, exit 1 with the count of
+    predictions not met on stderr unless all were met. What check and compare --assert print."""
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        columns = COLUMNS if result.baseline_run is None else BASELINE_COLUMNS
+        show(table([{**o, "over": f"{o['scope']} {o['target']}", "found": _shown(o["found"]),
+                     "baseline": _shown(o.get("baseline"))} for o in result.outcomes],
+                   columns))
+        typer.echo(", ".join(f"{n} {status}" for status, n in result.tally.items()))
+    if assert_ and not result.held:
+        failing = len(result.outcomes) - result.tally["met"]
+        typer.echo(f"{failing} of {len(result.outcomes)} prediction(s) not met", err=True)
+        raise typer.Exit(1)
 
 
 def check(run_dir: Path = typer.Argument(..., file_okay=False,
                                          help="A scored run directory (bench/runs/RUN_ID)."),
           assert_: bool = typer.Option(False, "--assert", help="Exit 1 if any prediction is "
                                        "violated, missing or needs a baseline run."),
-          as_json: bool = Json) -> None:
+          baseline: Path = typer.Option(None, "--baseline", file_okay=False, metavar="RUN_0",
+                                        help="The scored run the directions are against (the "
+                                             "one they name), compared with RUN_DIR first."),
+          as_json: bool = Json, bench_root: Path = BenchRoot) -> None:
     """Check every prediction the suite sealed (predictions.toml, carried in
-    RUN_DIR/scores.json) against the run's scored cells, every one reported."""
-    result = check_run(run_dir)
-    if as_json:
-        emit_json(result.to_json())
+    RUN_DIR/scores.json) against the run's scored cells, every one reported; a direction
+    against a named run is decided only with that run given as --baseline."""
+    if baseline is None:
+        result = check_run(run_dir)
     else:
-        show(table([{**o, "over": f"{o['scope']} {o['target']}",
-                     "found": None if o["found"] is None else f"{o['found']:g}"}
-                    for o in result.outcomes], COLUMNS))
-        typer.echo(", ".join(f"{n} {status}" for status, n in result.tally.items()))
-    if assert_ and not result.held:
-        failing = len(result.outcomes) - result.tally["met"]
-        typer.echo(f"{failing} of {len(result.outcomes)} prediction(s) not met", err=True)
-        raise typer.Exit(1)
+        result, _ = check_against(baseline, run_dir, settings(bench_root).suites_dir)
+    report(result, as_json, assert_)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.compare import render
-from orchestrator.compare.inputs import comparability, read_scored_run
+from orchestrator.compare.inputs import ScoredRun, comparability, read_scored_run
 from orchestrator.compare.model import build
 from orchestrator.fsutil import atomic_write_text, canonical_json
 
@@ -41,4 +41,5 @@ def write(model: dict[str, Any], directory: Path) -> list[Path]:
     return written
 
 
-__all__ = ["FILES", "compare", "rendered", "write"]
+__all__ = ["FILES", "ScoredRun", "build", "comparability", "compare", "read_scored_run",
+           "rendered", "write"]
