@@ -187,7 +187,11 @@ def test_the_markdowns_tables_are_plain_html_tables(golden: dict[str, Any],
     # the verdict and the failures, as in the Markdown
     assert page.html_table(verdict.table(golden)) in rendered
     assert page.html_table(tables.trimmed(tables.failures(golden), 1).table) in rendered
-    assert rendered.count("<table>") == len(TABLES) + len(golden["tasks"]) + len(extra) + 2
+    # and the predictions beside the outcomes, when the suite sealed any (the demo's does)
+    from orchestrator.report import predictions
+    assert predictions.present(golden)
+    assert page.html_table(predictions.table(golden)) in rendered
+    assert rendered.count("<table>") == len(TABLES) + len(golden["tasks"]) + len(extra) + 3
     assert '<td class="num">0.29</td>' in rendered  # code-review-graph's correct share
     assert "<noscript>" in rendered
 

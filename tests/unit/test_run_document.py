@@ -77,8 +77,8 @@ def test_a_multi_engine_preparation_round_trips(tmp_path: Path) -> None:
     data = _golden()
     engine = next(iter(data["engines"].values()))
     other = {**engine, "id": "engine-000000000002", "url": "ssh://b", "on_this_host": False,
-             "refused": None, "images_imported_s": {"rg": 1.5}, "work_volume": "w",
-             "helper_path": "/opt/h"}
+             "refused": None, "images_imported_s": {"rg": 1.5}, "placement": "engine-made",
+             "work_volume": "w", "helper_path": "/opt/h"}
     data["engines"][other["id"]] = other
     data["engines"][engine["id"]] = {**engine, "refused": "guards failed",
                                      "images_imported_s": {}}
@@ -174,16 +174,19 @@ def test_a_prepared_engine_is_recorded_as_the_run_recorded_it() -> None:
     """engine_prepared writes the keys run.py wrote by hand: the facts, why it was refused,
     the images it was sent, and on another host its work volume and helper path."""
     doc = run_document.read(GOLDEN)
-    facts = dict(next(iter(_golden()["engines"].values())))
+    prepared = ("refused", "images_imported_s", "placement", "work_volume", "helper_path")
+    facts = {k: v for k, v in next(iter(_golden()["engines"].values())).items()
+             if k not in prepared}
     imported = {"rg": 2.5}
-    doc.engine_prepared(facts, None, imported, {})
+    doc.engine_prepared(facts, None, imported, {"placement": "loop-here"})
     assert doc.to_json()["engines"][facts["id"]] == {**facts, "refused": None,
-                                                     "images_imported_s": imported}
+                                                     "images_imported_s": imported,
+                                                     "placement": "loop-here"}
     other = {**facts, "id": "engine-000000000002", "on_this_host": False}
-    doc.engine_prepared(other, "guards failed", {},
-                        {"work_volume": "vol", "helper_path": "/opt/helper"})
+    doc.engine_prepared(other, "guards failed", {}, {
+        "placement": "engine-made", "work_volume": "vol", "helper_path": "/opt/helper"})
     assert doc.to_json()["engines"][other["id"]] == {
-        **other, "refused": "guards failed", "images_imported_s": {}, "work_volume": "vol",
-        "helper_path": "/opt/helper"}
+        **other, "refused": "guards failed", "images_imported_s": {}, "placement": "engine-made",
+        "work_volume": "vol", "helper_path": "/opt/helper"}
     doc.resumed([facts])  # a resume records the engine's facts afresh, as before
     assert doc.to_json()["engines"][facts["id"]] == facts
