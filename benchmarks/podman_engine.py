@@ -12,14 +12,13 @@ The service is started once to read them, then again with them."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from benchmarks.second_engine import started
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError
 
@@ -110,11 +109,5 @@ class PodmanService:
 @contextmanager
 def podman_service() -> Iterator[PodmanService]:
     """A started Podman service in a temporary directory, stopped and removed on exit."""
-    root = Path(tempfile.mkdtemp(prefix="sandbench-podman-"))
-    service = PodmanService(root)
-    try:
-        service.start()
+    with started("sandbench-podman-", PodmanService) as service:
         yield service
-    finally:
-        service.stop()
-        shutil.rmtree(root, ignore_errors=True)

@@ -167,6 +167,20 @@ _RS_PLAIN = re.compile(r"[^/\"']+")
 _RS_PREFIX = re.compile(r"(?<!\w)(?:[bc]?r(#*)|[bc])$")
 
 
+def nested_comment_end(text: str, i: int) -> int:
+    """Just past the Rust block comment opening at `i` (`/*`), its nested ones included; the
+    text's end when it is not closed."""
+    j, depth, n = i + 2, 1, len(text)
+    while j < n and depth:
+        if text.startswith("/*", j):
+            depth, j = depth + 1, j + 2
+        elif text.startswith("*/", j):
+            depth, j = depth - 1, j + 2
+        else:
+            j += 1
+    return j
+
+
 def rs_code_and_rest(text: str) -> tuple[str, str]:
     """code_and_rest for Rust: // and nested /* */ comments, "..." strings (over lines, with
     escapes), raw strings r"...", r#"..."#, byte and C strings (a prefix blanked with its
@@ -179,14 +193,7 @@ def rs_code_and_rest(text: str) -> tuple[str, str]:
             i = _code_run(text, i, _RS_PLAIN, rest)
             continue
         if text.startswith("/*", i):
-            j, depth = i + 2, 1
-            while j < n and depth:
-                if text.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif text.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
+            j = nested_comment_end(text, i)
             blank(i, j, code)
             i = j
             continue

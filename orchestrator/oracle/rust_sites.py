@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from functools import cache, cached_property, partial
 from itertools import accumulate
 
+from orchestrator.truth_lexing import nested_comment_end
+
 _IDENT = re.compile(r"(?:r#)?[A-Za-z_][A-Za-z0-9_]*")
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 # A name followed by `{` is a struct literal only where an expression stands: after one of
@@ -131,14 +133,7 @@ def _mask(text: str) -> tuple[str, bytearray]:
             blank(i, end, 1)
             i = end
         elif text.startswith("/*", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                if text.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif text.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
+            j = nested_comment_end(text, i)
             blank(i, j, 1)
             i = j
         elif (m := re.compile(r'b?r(#*)"').match(text, i)) and (

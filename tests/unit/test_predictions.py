@@ -267,11 +267,17 @@ def sealed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return suite, run
 
 
-def _scored(sealed: tuple[Path, Path], tmp_path: Path, text: str) -> Path:
+def _copied(sealed: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    """The sealed suite and run copied under `tmp_path`, for one test to change."""
     suite_src, run_src = sealed
     suite, run = tmp_path / "suites" / "demo", tmp_path / "run"
     shutil.copytree(suite_src, suite)
     shutil.copytree(run_src, run)
+    return suite, run
+
+
+def _scored(sealed: tuple[Path, Path], tmp_path: Path, text: str) -> Path:
+    suite, run = _copied(sealed, tmp_path)
     _seal_with(suite, run, text)
     score_run(run, suite)
     return run
@@ -318,10 +324,7 @@ def test_check_reports_every_failure_and_exits_1(sealed: tuple[Path, Path],
 
 def test_a_predictions_file_not_in_the_seal_is_refused(sealed: tuple[Path, Path],
                                                        tmp_path: Path) -> None:
-    suite_src, run_src = sealed
-    suite, run = tmp_path / "suites" / "demo", tmp_path / "run"
-    shutil.copytree(suite_src, suite)
-    shutil.copytree(run_src, run)
+    suite, run = _copied(sealed, tmp_path)
     (suite / PREDICTIONS).write_text(MET, encoding="utf-8")
     with pytest.raises(InputError, match="not in the seal"):
         score_run(run, suite)
@@ -329,10 +332,7 @@ def test_a_predictions_file_not_in_the_seal_is_refused(sealed: tuple[Path, Path]
 
 def test_check_without_predictions_is_an_input_error(sealed: tuple[Path, Path],
                                                      tmp_path: Path) -> None:
-    suite_src, run_src = sealed
-    suite, run = tmp_path / "suites" / "demo", tmp_path / "run"
-    shutil.copytree(suite_src, suite)
-    shutil.copytree(run_src, run)
+    suite, run = _copied(sealed, tmp_path)
     score_run(run, suite)
     result = _check(run)
     assert result.exit_code == 2

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from typer.testing import CliRunner
 from orchestrator.cli import app
 from orchestrator.errors import InputError
 from orchestrator.predictions.check import check_against, check_run
+from test_compare import _cell, _edit
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "demo-run"
 BASELINE_ID = "run-0"
@@ -43,16 +43,6 @@ VIOLATED = [_direction("rg-locate-higher", "rg", "higher", kind="locate"),
 MISSING = [_direction("rg-e2e-higher", "rg", "higher", kind="e2e-retrieval")]
 BOUND = {"id": "rg-references", "arm": "rg", "kind": "references", "metric": "count",
          "grade": "correct", "at_least": 6, "source": "preregistration"}
-
-
-def _edit(run: Path, name: str, change: Callable[[Any], None]) -> None:
-    data = json.loads((run / name).read_text(encoding="utf-8"))
-    change(data)
-    (run / name).write_text(json.dumps(data, indent=2), encoding="utf-8")
-
-
-def _cell(scores: dict[str, Any], key: tuple[str, str]) -> dict[str, Any]:
-    return next(c for c in scores["cells"] if (c["arm"], c["task"]) == key)
 
 
 def _baseline_scores(scores: dict[str, Any]) -> None:
