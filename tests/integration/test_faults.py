@@ -36,7 +36,9 @@ def _env(settings: Settings) -> dict[str, str]:
 
 
 def _only_arms(settings: Settings, arms: list[str], baseline: str = "rg") -> None:
-    """Narrow the copied demo suite to `arms` and seal it again."""
+    """Narrow the copied demo suite to `arms` and seal it again, without its predictions
+    (they name the demo's arms: a narrowed copy states none)."""
+    (settings.suite_dir("demo") / "predictions.toml").unlink(missing_ok=True)
     path = settings.suite_dir("demo") / "suite.toml"
     text = path.read_text()
     start = text.index("arms = [")

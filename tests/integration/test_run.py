@@ -66,13 +66,15 @@ def test_every_planned_cell_has_exactly_one_record(demo_run: tuple[Settings, Pat
 
 def test_every_sandbox_is_verified_before_any_measured_command(
         demo_run: tuple[Settings, Path]) -> None:
-    """No container start, corpus copy or guard probe runs beside a measured tool: every
-    arm's sandbox is made before the first cell of any arm starts."""
+    """No container start, corpus copy or guard probe runs beside a measured tool: the
+    engine's pre-flight sandbox (one engine is a pool of one) and every arm's sandbox are
+    verified before the first cell of any arm starts."""
     settings, run_dir = demo_run
     events = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
     verified = {e["arm"]: e["timestamp"] for e in events if e["event"] == "guards_verified"}
     arms = {a.name for a in run.plan(settings, "demo").available}
-    assert set(verified) == arms
+    assert set(verified) == arms | {"preflight"}
+    assert verified["preflight"] < min(v for arm, v in verified.items() if arm != "preflight")
     first_cell = min(json.loads(p.read_text())["started_at"]
                      for p in (run_dir / "cells").rglob("record.json"))
     assert max(verified.values()) < first_cell, (verified, first_cell)
