@@ -23,10 +23,9 @@ from typing import Any
 
 import pytest
 
-from orchestrator import arms, guards, run, runtimes, selfcheck
+from orchestrator import arms, guards, one_sandbox, run, runtimes
 from orchestrator import canary as canary_mod
 from orchestrator.errors import GuardViolation
-from orchestrator.images import ImageLock
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import default_user
 from orchestrator.transcripts import read_record
@@ -87,11 +86,12 @@ def _attack_under(runtime: str, world: World,
         return _ATTACKED[runtime]
     folder = tmp_path_factory.mktemp(f"runtime-{runtime}")
     (arm,) = arms.load_arms(world.settings.arms_dir, ["h-priv"])
-    lock = ImageLock.load(world.settings.images_lock)
     listener = world.listener
     before = len(listener.arrived)
-    with selfcheck._bare_sandbox(world.engine, lock, arm, f"security-{runtime}", folder,
-                                 default_user(), runtime) as box:
+    run_id, user = f"security-{runtime}", default_user()
+    with one_sandbox.member(world.engine, world.settings, run_id, user) as one, \
+            one_sandbox.arm_sandbox(one, world.settings, arm, run_id, folder, user,
+                                    runtime=runtime) as box:
         try:
             verdict = box.verify(folder / "guards" / arm.name)
         except GuardViolation:
@@ -252,9 +252,10 @@ def test_an_arm_that_claims_runsc_on_a_runc_container_is_refused(
     """The engine is asked for runc while the spec (and so the guard policy) says runsc:
     the outside guard refuses it, and the probe's kernel would too."""
     (arm,) = arms.load_arms(world.settings.arms_dir, ["rg"])
-    lock = ImageLock.load(world.settings.images_lock)
-    with selfcheck._bare_sandbox(world.engine, lock, arm, "security-claim", tmp_path,
-                                 default_user(), runtimes.RUNC) as box:
+    user = default_user()
+    with one_sandbox.member(world.engine, world.settings, "security-claim", user) as one, \
+            one_sandbox.arm_sandbox(one, world.settings, arm, "security-claim", tmp_path, user,
+                                    runtime=runtimes.RUNC) as box:
         claimed = dataclasses.replace(box.spec, runtime=runtimes.RUNSC)
         assert box.policy is not None
         box.policy = dataclasses.replace(box.policy, values={**box.policy.values,
