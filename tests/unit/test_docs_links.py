@@ -1,7 +1,9 @@
 """Every Markdown link in README.md and docs/ leads somewhere in this checkout: a relative
 file that exists inside the repository, an `#anchor` that a heading of the target defines
 (by GitHub's slug rules), never a `../` path out of the checkout, and no web address but the
-few ALLOWED_HOSTS (none today: the docs must read offline, and nothing here is fetched)."""
+few ALLOWED_HOSTS (none today: the docs must read offline, and nothing here is fetched).
+A file of the repository named in code (`orchestrator/untrusted/walk.py`) must exist too, so
+a module that moves takes its mentions along."""
 
 from __future__ import annotations
 
@@ -25,6 +27,10 @@ INLINE_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]"  # the text, one nes
 REFERENCE_DEFINITION = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+\"[^\"]*\")?\s*$")
 HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 HTML_ANCHOR = re.compile(r"<a\s+(?:name|id)=\"([^\"]+)\"")
+# A repository path in a code span: lower case only, so `suites/NAME/suite.toml` (a pattern,
+# not a file) is left alone.
+REPOSITORY_PATH = re.compile(
+    r"`((?:orchestrator|tests|scripts|benchmarks|images|suites|compose|docs)/[a-z0-9_./+-]*)`")
 
 
 def documents() -> list[Path]:
@@ -121,6 +127,15 @@ def test_every_link_of_the_docs_resolves_inside_the_checkout() -> None:
             if why is not None:
                 broken.append(f"{page.relative_to(ROOT)}:{number}: ({target}) {why}")
     assert not broken, "broken links in the docs:\n" + "\n".join(broken)
+
+
+def test_every_repository_path_the_docs_name_exists() -> None:
+    missing = [f"{page.relative_to(ROOT)}:{number}: `{path}` does not exist"
+               for page in documents()
+               for number, line in unfenced_lines(page.read_text(encoding="utf-8"))
+               for path in REPOSITORY_PATH.findall(line)
+               if not (ROOT / path).exists()]
+    assert not missing, "the docs name files that are not there:\n" + "\n".join(missing)
 
 
 def test_the_docs_have_links_to_check() -> None:
