@@ -64,7 +64,9 @@ def shown_default(param: Parameter) -> str | None:
     """The default as the help would state it, never computed (no callable runs, no
     environment is read), and nothing for a flag that is off or a value left unset."""
     default = param.default
-    if callable(default) or default is None or default is False or default == ():
+    if callable(default) or default is None or default is False:
+        return None
+    if isinstance(default, (str, list, tuple)) and not default:
         return None
     if isinstance(default, Enum):
         default = default.value

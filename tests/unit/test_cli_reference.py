@@ -33,6 +33,7 @@ def test_every_command_option_and_default_is_in_the_reference() -> None:
     assert "- `--jobs N` (default `1`)" in run
     assert "- `--engine URL` (repeatable; environment `SANDBENCH_ENGINES`)" in run
     assert "- `--on-engine-refused [move|stop]` (default `stop`)" in run
+    assert "default ``" not in text  # an empty default is no default
 
 
 def test_check_names_the_fix_when_stale(tmp_path, monkeypatch, capsys) -> None:
