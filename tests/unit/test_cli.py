@@ -172,8 +172,8 @@ def _help(path: tuple[str, ...]) -> str:
 def test_every_command_is_covered() -> None:
     paths = {" ".join(p) for p, _ in COMMANDS}
     assert {"run", "report", "compare", "check", "images ls", "images prune", "corpus fetch",
-            "sandbox exec", "k8s export"} <= paths
-    assert len(paths) == 40  # the root, 9 groups, 30 commands
+            "sandbox exec", "sandbox try", "k8s export"} <= paths
+    assert len(paths) == 41  # the root, 9 groups, 31 commands
 
 
 @pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=lambda p: " ".join(p) or "root")
