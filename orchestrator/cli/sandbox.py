@@ -7,11 +7,9 @@ from pathlib import Path
 
 import typer
 
-from orchestrator import selfcheck
 from orchestrator.cli.run import Runtime
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show_guards
 from orchestrator.cli._help import Command, Group
-from orchestrator.engine import Engine
 from orchestrator.untrusted.text import terminal
 
 RUNTIME = typer.Option(Runtime.runc, "--runtime",
@@ -26,6 +24,8 @@ def check(arms: list[str] = typer.Argument(None, metavar="ARM",
           ) -> None:
     """Start each arm's container, verify and print every guard, remove the container.
     Exits 1 when any arm is refused."""
+    from orchestrator import selfcheck
+    from orchestrator.engine import Engine
     run_dir, checks = selfcheck.check(Engine.connect(), settings(bench_root), arms or [],
                                       runtime.value)
     if as_json:
@@ -52,6 +52,8 @@ def exec_(arm: str = typer.Argument(..., metavar="ARM",
           runtime: Runtime = RUNTIME, bench_root: Path = BenchRoot, as_json: bool = Json
           ) -> None:
     """Run one command in a verified sandbox and keep its complete transcript."""
+    from orchestrator import selfcheck
+    from orchestrator.engine import Engine
     run_dir, record = selfcheck.exec_once(Engine.connect(), settings(bench_root), arm, argv,
                                           timeout, runtime.value)
     cell = run_dir / "cells" / arm / "exec"
