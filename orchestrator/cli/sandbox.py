@@ -8,11 +8,9 @@ from pathlib import Path
 
 import typer
 
-from orchestrator import selfcheck, tool_try
 from orchestrator.cli.run import Runtime
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show_guards
 from orchestrator.cli._help import Command, Group
-from orchestrator.engine import Engine
 from orchestrator.untrusted.text import terminal
 
 RUNTIME = typer.Option(Runtime.runc, "--runtime",
@@ -27,6 +25,8 @@ def check(arms: list[str] = typer.Argument(None, metavar="ARM",
           ) -> None:
     """Start each arm's container, verify and print every guard, remove the container.
     Exits 1 when any arm is refused."""
+    from orchestrator import selfcheck
+    from orchestrator.engine import Engine
     run_dir, checks = selfcheck.check(Engine.connect(), settings(bench_root), arms or [],
                                       runtime.value)
     if as_json:
@@ -53,6 +53,8 @@ def exec_(arm: str = typer.Argument(..., metavar="ARM",
           runtime: Runtime = RUNTIME, bench_root: Path = BenchRoot, as_json: bool = Json
           ) -> None:
     """Run one command in a verified sandbox and keep its complete transcript."""
+    from orchestrator import selfcheck
+    from orchestrator.engine import Engine
     run_dir, record = selfcheck.exec_once(Engine.connect(), settings(bench_root), arm, argv,
                                           timeout, runtime.value)
     cell = run_dir / "cells" / arm / "exec"
@@ -81,6 +83,8 @@ def try_(arm: str = typer.Argument(..., metavar="ARM", help="The arm to try (arm
          bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Render the arm's command for each task as a run would, run each once in the arm's
     verified sandbox, and show what its parser reads (and, with truth, the scorer's grade)."""
+    from orchestrator import tool_try
+    from orchestrator.engine import Engine
     cfg = settings(bench_root)
     planned = tool_try.plan(cfg, suite_name, arm, task_ids or [])
     tried = tool_try.rendered_only(planned) if render_only else tool_try.run(

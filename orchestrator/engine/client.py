@@ -374,5 +374,6 @@ class Engine:
         except BaseException:
             api.close()
             raise
-        return ExecStream(self, api, exec_id)
+        return ExecStream(api, exec_id, lambda: self._call("exec inspect", api.exec_inspect,
+                                                           exec_id))
 
