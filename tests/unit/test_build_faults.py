@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,12 @@ class FlakyEngine:
         self.builds = 0
 
     def image_id(self, ref: str) -> str | None:
-        return "sha256:" + "b" * 64 if ref == BASE else None
+        if ref == BASE:
+            return "sha256:" + "b" * 64
+        return ref if ref == BUILT_ID else None
+
+    def tag(self, image_id: str, repository: str, tag: str) -> None:
+        assert image_id == BUILT_ID
 
     def inspect_image(self, ref: str) -> dict[str, Any]:
         return {"Id": ref, "Size": 1000, "RepoTags": []}
@@ -98,8 +104,9 @@ def _steps(*lines: str) -> list[dict[str, Any]]:
 
 
 FAILED = {"error": "The command '/bin/sh -c apt-get update' returned a non-zero code: 100"}
+BUILT_ID = "sha256:" + "c" * 64
 BUILT = [*_steps("Step 1/3 : ARG ROOTFS", "Step 2/3 : FROM ${ROOTFS}",
-                 "Step 3/3 : RUN apt-get update"), {"aux": {"ID": "sha256:" + "c" * 64}}]
+                 "Step 3/3 : RUN apt-get update"), {"aux": {"ID": BUILT_ID}}]
 
 
 @pytest.fixture
@@ -116,7 +123,7 @@ def test_a_build_the_mirror_failed_once_is_retried_and_says_so(
     settings = _settings(tmp_path, monkeypatch)
     engine = FlakyEngine([[*_steps("Step 1/3 : ARG ROOTFS", APT_DNS), FAILED], BUILT])
     (outcome,) = images.build(engine, settings)  # type: ignore[arg-type]
-    assert (outcome.action, outcome.image_id, engine.builds) == ("built", "sha256:" + "c" * 64, 2)
+    assert (outcome.action, outcome.image_id, engine.builds) == ("built", BUILT_ID, 2)
     events = [json.loads(line) for line in console.getvalue().splitlines()]
     (retry,) = [e for e in events if e["event"] == "retry"]
     assert retry["what"] == "build image tiny" and retry["attempt"] == 2
@@ -161,3 +168,28 @@ def test_a_bootstrap_the_mirror_failed_is_transient_and_a_real_failure_is_not() 
     with pytest.raises(Exception, match="mmdebstrap failed") as caught:
         run_host(["sh", "-c", "echo 'E: unknown suite bogus' >&2; exit 1"], "mmdebstrap")
     assert not calls.is_transient(caught.value)
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_a_build_says_each_step_and_then_that_it_is_cached(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = _settings(tmp_path, monkeypatch)
+    engine = FlakyEngine([BUILT])
+    screen = Terminal()
+    log.configure(stream=screen)
+    try:
+        images.build(engine, settings)  # type: ignore[arg-type]
+        images.build(engine, settings)  # type: ignore[arg-type]
+    finally:
+        log.configure()
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in screen.getvalue().splitlines()]
+    shown = [" ".join(line.split()[1:]) for line in lines]  # after the time stamp
+    assert re.fullmatch(r"\[info \] build step elapsed_s=\d+\.\d image=tiny "
+                        r"instruction='RUN apt-get update' step=3/3", shown[-3]), shown
+    assert shown[-2].startswith("[info ] built image=tiny seconds=")
+    assert shown[-1].startswith("[info ] cached image=tiny why=")
+    assert engine.builds == 1
