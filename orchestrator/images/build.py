@@ -72,8 +72,9 @@ def _build_once(engine: Engine, settings: Settings, recipe: Recipe, tag: str | N
                 build_args: dict[str, str], labels: dict[str, str], artifact: Path | None,
                 target: str | None, stage: str) -> str:
     """One attempt with its log under the bench root, each step logged as it starts. The
-    untagged images its earlier stages left are removed after it, failed or not: every build
-    runs without the cache, so they are only disk spent."""
+    untagged images its earlier stages left are removed after it, failed or not (a failed
+    one's last committed step too): every build runs without the cache, so they are only disk
+    spent, and a retried build leaves none per attempt."""
     log_path = settings.bench_root / "image-builds" / f"{recipe.name}{stage}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     scratch = settings.bench_root / "tmp"
@@ -109,7 +110,8 @@ def _build_once(engine: Engine, settings: Settings, recipe: Recipe, tag: str | N
                               fix=f"see the build log {log_path}")
         return image_id
     finally:
-        remove_stage_images(engine, stages.left(), keep=image_id, since=started)
+        remove_stage_images(engine, stages.left(failed=image_id is None), keep=image_id,
+                            since=started)
 
 
 def _build_helper(engine: Engine, settings: Settings, recipe: Recipe,

@@ -144,8 +144,11 @@ class StageImages:
                     self._bases.add(match[1])
                 self._last, self._after_from = match[1], False
 
-    def left(self) -> list[str]:
-        return [i for i in dict.fromkeys(self._finished) if i not in self._bases]
+    def left(self, failed: bool = False) -> list[str]:
+        """The finished stages' images; after a failed build, the failing stage's last image
+        too (what its steps committed before the one that failed)."""
+        ids = [*self._finished, *([self._last] if failed and self._last else [])]
+        return [i for i in dict.fromkeys(ids) if i not in self._bases]
 
 
 def remove_stage_images(engine: Engine, ids: list[str], keep: str | None,

@@ -193,3 +193,18 @@ def test_on_a_terminal_a_build_says_each_step_and_then_that_it_is_cached(
     assert shown[-2].startswith("[info ] built image=tiny seconds=")
     assert shown[-1].startswith("[info ] cached image=tiny why=")
     assert engine.builds == 1
+
+
+def test_a_failed_attempt_leaves_no_image_of_its_own_steps() -> None:
+    """What the steps before the failing one committed is removed with the attempt (a retry
+    would otherwise leave one such image per attempt); the FROM's base never is."""
+    stages = StageImages()
+    BuildStream(io.StringIO(), stages).feed(
+        "Step 1/4 : ARG BASE\nStep 2/4 : FROM sha256:aa\n ---> eb51ccb06408\n"
+        "Step 3/4 : COPY probe.sh /probe.sh\n ---> 1234567890ab\n"
+        "Step 4/4 : RUN bash /probe.sh\n ---> Running in 0123456789ab\n")
+    assert stages.left() == [] and stages.left(failed=True) == ["1234567890ab"]
+    right_after_from = StageImages()
+    BuildStream(io.StringIO(), right_after_from).feed(
+        "Step 1/2 : FROM sha256:aa\n ---> eb51ccb06408\nStep 2/2 : RUN false\n")
+    assert right_after_from.left(failed=True) == []
