@@ -78,7 +78,7 @@ class Engine:
         is sandbench's error naming `what`."""
         try:
             if retry:
-                return retry_policy()(fn, *args, **kwargs)
+                return retry_policy(what)(fn, *args, **kwargs)
             return fn(*args, **kwargs)
         except ENGINE_FAILURES as exc:
             raise translate(what, exc) from exc
