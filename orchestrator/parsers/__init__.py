@@ -44,7 +44,7 @@ Shared conventions:
   one are skipped (`skip_banners`). There is no blanket skip: any other line stays the
   tool's output, read or refused as such.
 - **Shapes.** A task's own command may declare its output a bare file list, or sections split
-  at a separator line with one of them the answer (`_shapes.parse_output`); the scorer reads
+  at a separator line with one of them the answer (`orchestrator/score/shapes.py`); the scorer reads
   every cell through it, which for an arm's own template is the arm's parser alone.
 """
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import line_index, parsers
-from orchestrator.parsers import _shapes
+from orchestrator.score import shapes
 from orchestrator.errors import InputError
 from orchestrator.kinds import EDGE_KINDS
 from orchestrator.score import correctness, cost, edges, reach, timing
@@ -47,13 +47,13 @@ def blank(arm: str, task: Task) -> dict[str, Any]:
             **({"edges": None} if task.kind in EDGE_KINDS else {})}
 
 
-def output_shape(task: Task, arm: str) -> _shapes.Shape:
+def output_shape(task: Task, arm: str) -> shapes.Shape:
     """How the cell's output is read: as the task's own command for the arm declares (sealed
     in the task file), else by the arm's parser."""
     command = task.commands.get(arm)
     if command is None:
-        return _shapes.Shape()
-    return _shapes.Shape(output=command.output, sections=command.sections,
+        return shapes.Shape()
+    return shapes.Shape(output=command.output, sections=command.sections,
                          answer_section=command.answer_section, script=command.script is not None)
 
 
@@ -130,7 +130,7 @@ def read_output(parser_name: str, arm: str, task: Task, stdout: bytes, stderr: b
     whatever the parser raises on the tool's bytes is this output's parse-error."""
     parser = parsers.get_parser(parser_name)
     try:
-        parsed = _shapes.parse_output(parser, stdout, stderr, task.kind,
+        parsed = shapes.parse_output(parser, stdout, stderr, task.kind,
                                       output_shape(task, arm))
         found_reach = None if index is None else reach.task_reach(parsed.rows, index)
     except parsers.ParseError as err:

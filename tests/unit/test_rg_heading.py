@@ -12,7 +12,7 @@ from test_parsers import fixture
 from orchestrator import parsers, suite
 from orchestrator.errors import InputError
 from orchestrator.parsers import ParseError, Row
-from orchestrator.parsers._shapes import Shape, parse_output
+from orchestrator.score.shapes import Shape, parse_output
 from orchestrator.score.cell import output_shape
 from orchestrator.sealing import sealed_inputs
 from orchestrator.settings import Settings

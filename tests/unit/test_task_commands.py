@@ -14,7 +14,7 @@ import pytest
 from orchestrator import parsers, suite
 from orchestrator.errors import InputError
 from orchestrator.parsers import ParseError, Row
-from orchestrator.parsers._shapes import Shape, answer_section, file_list, parse_output
+from orchestrator.score.shapes import Shape, answer_section, file_list, parse_output
 from orchestrator.untrusted.errors import HostileInput
 
 REPO = Path(__file__).resolve().parents[2]

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from orchestrator import execproto, mcp, parsers
-from orchestrator.parsers._shapes import Shape, parse_output
+from orchestrator.score.shapes import Shape, parse_output
 from orchestrator.parsers.aider_repomap import BANNERS
 from orchestrator.oracle import rust_sites, scip
 from orchestrator.score import environment, published
@@ -218,7 +218,7 @@ CASES = [
          parse("aider-repomap", "locate")),
     Case("aider-repomap", "many rows", lambda n: AIDER_BANNER + _b(_repeat(ROWS, n)),
          parse("aider-repomap", "locate"), MIB // 2),
-    # -- parsers._shapes.parse_output: a task command's file list, sections, call lines ------
+    # -- score.shapes.parse_output: a task command's file list, sections, call lines ------
     Case("parse_output", "many paths", lambda n: _b(_repeat("/corpus/src/a.cs\n", n)),
          shaped(Shape(output="file-list"))),
     Case("parse_output", "blank lines", lambda n: b"\n" * n,
