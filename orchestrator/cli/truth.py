@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from orchestrator import truth_rules
+from orchestrator.truth import rules as truth_rules
+from orchestrator.truth import sources as truth_sources
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings
 from orchestrator.cli._help import Command, Group
 from orchestrator.corpus import foreign
@@ -61,7 +62,7 @@ def compare(run_dir: Path = typer.Argument(..., file_okay=False,
 
 
 rule_app = typer.Typer(cls=Group, no_args_is_help=True,
-                       help="The mechanical text truth rules (orchestrator/truth_rules.py), "
+                       help="The mechanical text truth rules (orchestrator/truth/rules.py), "
                             "on a pristine corpus and its mirror; text_truth.py's output, or "
                             "JSON.")
 app.add_typer(rule_app, name="rule")
@@ -107,7 +108,7 @@ def rule_refs(pristine: Path = Pristine,
     """core: the files naming NAME in code; admissible: naming it only in comments or
     strings."""
     with foreign.opened(pristine, "PRISTINE") as checkout:
-        result = truth_rules.refs(truth_rules.Sources(checkout), symbol, ext, rule)
+        result = truth_rules.refs(truth_sources.Sources(checkout), symbol, ext, rule)
     _print(as_json, result.to_json(), truth_rules.refs_lines(result))
 
 
@@ -127,7 +128,7 @@ def rule_impact(pristine: Path = Pristine,
                                    "mirror) or neither", {"mirror": mirror, "fix": fixes})
     with foreign.opened(pristine, "PRISTINE") as checkout, \
             foreign.opened_if(mirror, "--mirror") as repo:
-        result = truth_rules.impact(truth_rules.Sources(checkout), seed, repo, fixes)
+        result = truth_rules.impact(truth_sources.Sources(checkout), seed, repo, fixes)
     _print(as_json, result.to_json(), truth_rules.impact_lines(result))
 
 
@@ -145,6 +146,6 @@ def rule_declares(pristine: Path = Pristine,
     """The non-test files whose code declares what TERM names (a published task whose
     question is a search term); in path order, the first is a locate task's primary."""
     with foreign.opened(pristine, "PRISTINE") as checkout:
-        result = truth_rules.declarations(truth_rules.Sources(checkout), term, what, ext,
+        result = truth_rules.declarations(truth_sources.Sources(checkout), term, what, ext,
                                           ignore_case)
     _print(as_json, result.to_json(), truth_rules.declarations_lines(result))
