@@ -73,7 +73,8 @@ def _string_end(text: str, i: int, m: re.Match[str], code: list[str], rest: list
             blank(start, j + 1, code)
             k = hole_end(text, j + 1)
             blank(j + 1, k - 1, rest)  # the hole is code
-            start = j = k - 1
+            # past the hole's `}`, or past its `{` when that ends the text (never in place)
+            start = j = max(k - 1, j + 1)
             continue
         if dollar and text.startswith("{{", j):
             j += 2
@@ -81,6 +82,7 @@ def _string_end(text: str, i: int, m: re.Match[str], code: list[str], rest: list
         if len(quotes) == 1 and not verbatim and ch == "\n":
             break
         j += 1
+    j = min(j, n)  # an escape's backslash may end the text
     blank(start, j, code)
     return j
 

@@ -129,3 +129,21 @@ def test_a_long_line_of_delegates_is_read_in_linear_time() -> None:
     started = time.monotonic()
     assert declared_names("delegate " * 20_000, "cs") == []
     assert time.monotonic() - started < 1.0
+
+
+@pytest.mark.parametrize("source", ['x = $"{', 'x = $@"{', 'x = $$"""{', 'x = $"{a} {',
+                                    'x = "a\\', 'x = $"{a}\\'])
+def test_a_csharp_file_cut_off_inside_a_string_is_split_like_any_other(source: str) -> None:
+    """A C# source cut off just after a hole's `{` or an escape's backslash (a truncated or
+    generated file) is split like any other: not read forever, no IndexError. The lexer runs
+    in a thread given two seconds."""
+    import threading
+    result: list[tuple[str, str]] = []
+    worker = threading.Thread(target=lambda: result.append(csharp.code_and_rest(source)),
+                              daemon=True)
+    worker.start()
+    worker.join(2.0)
+    assert result, "the lexer did not return"
+    code, rest = result[0]
+    assert len(code) == len(rest) == len(source)
+    assert code.startswith("x = ") and "$" not in code
