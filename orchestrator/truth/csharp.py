@@ -29,13 +29,10 @@ _LAST_NAME = re.compile(r"(?P<name>[A-Z]\w*)[ \t]*$")
 
 def code_and_rest(text: str) -> tuple[str, str]:
     """(code, comments and literals) of a C# source (lexing.split)."""
-    return split(text, _PLAIN, _special)
+    return split(text, _PLAIN, line_or_block_comment_end, _literal_end)
 
 
-def _special(text: str, i: int, code: list[str], rest: list[str]) -> int | None:
-    if (j := line_or_block_comment_end(text, i)) is not None:
-        blank(i, j, code)
-        return j
+def _literal_end(text: str, i: int, code: list[str], rest: list[str]) -> int | None:
     m = _STRING_START.match(text[i:i + 8])
     if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
         return _string_end(text, i, m, code, rest)

@@ -13,10 +13,11 @@ from collections.abc import Callable
 WORD = re.compile(r"\w+")
 _NOT_BREAK = re.compile(r"[^\n]")
 
-# A language's reading of the comment or literal opening at `i`: blanks it in `code` (and
-# the holes of an interpolated string in `rest`) and returns where it ends, or None when the
-# character at `i` is code.
-Special = Callable[[str, int, list[str], list[str]], "int | None"]
+# Where the comment opening at `i` ends, or None when none opens there.
+CommentEnd = Callable[[str, int], "int | None"]
+# A language's reading of the literal opening at `i`: blanks it in `code` (and the holes of an
+# interpolated string in `rest`) and returns where it ends, or None when `i` opens none.
+LiteralEnd = Callable[[str, int, list[str], list[str]], "int | None"]
 
 
 def blank(start: int, end: int, where: list[str]) -> None:
@@ -48,10 +49,11 @@ def hole_end(text: str, j: int) -> int:
     return k
 
 
-def split(text: str, plain: re.Pattern[str], special: Special) -> tuple[str, str]:
+def split(text: str, plain: re.Pattern[str], comment_end: CommentEnd,
+          literal_end: LiteralEnd) -> tuple[str, str]:
     """The source split in two same-length strings: code (comments and literals blanked) and
     the comments and literals (code blanked). `plain` matches a run of characters none of
-    which may open a comment or literal; `special` reads one that may."""
+    which may open a comment or literal; `comment_end` and `literal_end` read one that may."""
     code, rest = list(text), list(text)
     i, n = 0, len(text)
     while i < n:
@@ -59,8 +61,9 @@ def split(text: str, plain: re.Pattern[str], special: Special) -> tuple[str, str
             rest[i:m.end()] = _NOT_BREAK.sub(" ", m.group())
             i = m.end()
             continue
-        j = special(text, i, code, rest)
-        if j is None:
+        if (j := comment_end(text, i)) is not None:
+            blank(i, j, code)
+        elif (j := literal_end(text, i, code, rest)) is None:
             rest[i] = " " if text[i] != "\n" else "\n"
             j = i + 1
         i = j

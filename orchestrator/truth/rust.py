@@ -41,16 +41,18 @@ def nested_comment_end(text: str, i: int) -> int:
 
 def code_and_rest(text: str) -> tuple[str, str]:
     """(code, comments and literals) of a Rust source (lexing.split)."""
-    return split(text, _PLAIN, _special)
+    return split(text, _PLAIN, _comment_end, _literal_end)
 
 
-def _special(text: str, i: int, code: list[str], rest: list[str]) -> int | None:
+def _comment_end(text: str, i: int) -> int | None:
+    """Where the // or (nested) /* */ comment opening at `i` ends, or None."""
+    return nested_comment_end(text, i) if text.startswith("/*", i) \
+        else line_or_block_comment_end(text, i)
+
+
+def _literal_end(text: str, i: int, code: list[str], rest: list[str]) -> int | None:
     c, n = text[i], len(text)
-    if text.startswith("/*", i):
-        j = nested_comment_end(text, i)
-    elif (line_end := line_or_block_comment_end(text, i)) is not None:
-        j = line_end
-    elif c == '"':
+    if c == '"':
         prefix = _PREFIX.search(text, max(0, i - 258), i)  # at most 255 hashes
         start = i if prefix is None else prefix.start()
         if prefix is not None and (hashes := prefix.group(1)) is not None:
@@ -65,12 +67,10 @@ def _special(text: str, i: int, code: list[str], rest: list[str]) -> int | None:
             rest[k] = text[k]
         blank(start, j, code)
         return j
-    elif c == "'" and (char := _CHAR.match(text, i)):
-        j = char.end()
-    else:
-        return None
-    blank(i, j, code)
-    return j
+    if c == "'" and (char := _CHAR.match(text, i)):
+        blank(i, char.end(), code)
+        return char.end()
+    return None
 
 
 def declared_names(code: str) -> list[str]:

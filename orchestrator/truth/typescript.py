@@ -23,13 +23,10 @@ _TYPE_ALIAS = re.compile(r"\btype\s+" + _NAME + r"(?=\s*[<=])")
 
 def code_and_rest(text: str) -> tuple[str, str]:
     """(code, comments and literals) of a TypeScript source (lexing.split)."""
-    return split(text, _PLAIN, _special)
+    return split(text, _PLAIN, line_or_block_comment_end, _literal_end)
 
 
-def _special(text: str, i: int, code: list[str], rest: list[str]) -> int | None:
-    if (j := line_or_block_comment_end(text, i)) is not None:
-        blank(i, j, code)
-        return j
+def _literal_end(text: str, i: int, code: list[str], rest: list[str]) -> int | None:
     c, n = text[i], len(text)
     if c not in "'\"`":
         return None
