@@ -1,15 +1,28 @@
 """The whole demo suite, timed twice in one run: every shipped arm, 1 cold + N warm per task,
 once with `--jobs 1` and once with `--jobs 2`, on this host.
 
-Reports, for each, the run's wall time beside the tools' own time (the in-container wall of
-every exec, the index builds included) and the orchestration per cell: the run's wall minus
-the tools' time, per cell, and the median host bracket minus in-container wall of one exec;
-and, to say where orchestration goes, the time before the first measured command (every arm's
-sandbox made) and the median time between one cell's end and the next one's start.
-With two arms at a time the tools' times overlap, so wall minus tools' time is what the
-parallel run adds or saves against the serial sum, and may be negative. The ratio of the two
-walls is the figure `--jobs 2` is for. Needs the images built and the demo corpus fetched
-(scripts/demo does both).
+Each figure is defined so that it means the same at any `--jobs` (arms run whole, each on one
+worker, its commands one after another; with two workers two arms' commands overlap):
+
+- `run_wall_s`: the run's wall time; `tool_wall_s`: the tools' own time (the in-container
+  wall of every exec, the index builds included), summed over every arm; and
+  `tool_wall_per_worker_s`, that sum over `jobs`: the least wall the tools alone would take
+  were the workers never idle, which the run's wall stands against.
+- `orchestration_per_cell_ms`: for each arm, the span from its first command's start to its
+  last command's end minus its tools' own time (what the orchestrator spent between and
+  around that arm's calls: transcripts, records, progress, the path into the container),
+  summed over the arms and divided by the cells. An arm's commands never overlap, so it is
+  never negative, whatever the workers. (The run's wall minus the summed tools' time is not
+  used: with two arms at a time it goes negative.)
+- `outside_commands_s`: the run's wall minus the time at least one arm was between its first
+  and last command: sandboxes made and verified before, and the run's end after.
+- `overhead_per_cell_median_ms`: the median host bracket minus in-container wall of one exec;
+  `before_first_command_s`: the time before the first measured command (every arm's sandbox
+  made); `between_cells_median_ms`: the median time between one cell's end and the same
+  arm's next start.
+
+The ratio of the two walls is the figure `--jobs 2` is for. Needs the images built and the
+demo corpus fetched (scripts/demo does both).
 
     python -m benchmarks.run_bench
 """
@@ -19,6 +32,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,16 +65,42 @@ def where_time_went(run_dir: Path, total: float, began_at: datetime,
     tool_s = sum(r["timing"]["wall_ns"] for r in execs) / 1e9
     overhead = [r["timing"]["host_bracket_ns"] - r["timing"]["wall_ns"] for r in execs]
     first_command = min(_started(r) for r in execs)
+    spans = _arm_spans(execs)
+    orchestration = sum(end - start for start, end in spans.values()) - tool_s
     return {
         "run_dir": str(run_dir), "jobs": jobs, "cells": answered,
-        "arms": sorted({r["arm"] for r in execs}),
+        "arms": sorted(spans),
         "run_wall_s": round(total, 2), "tool_wall_s": round(tool_s, 2),
-        "orchestration_s": round(total - tool_s, 2),
+        "tool_wall_per_worker_s": round(tool_s / jobs, 2),
+        "orchestration_s": round(orchestration, 2),
+        "orchestration_per_cell_ms": round(orchestration / answered * 1000, 1),
+        "outside_commands_s": round(total - _covered(spans.values()), 2),
         "overhead_per_cell_median_ms": round(statistics.median(overhead) / 1e6, 1),
-        "orchestration_per_cell_ms": round((total - tool_s) / answered * 1000, 1),
         "before_first_command_s": round((first_command - began_at).total_seconds(), 2),
         "between_cells_median_ms": round(statistics.median(_gaps(execs)) * 1000, 2),
     }
+
+
+def _arm_spans(records: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
+    """Each arm's first command's start and last command's end, in seconds on the records'
+    clock (a command ends at its start plus its host bracket)."""
+    spans: dict[str, tuple[float, float]] = {}
+    for r in records:
+        start = _started(r).timestamp()
+        end = start + r["timing"]["host_bracket_ns"] / 1e9
+        earliest, latest = spans.get(r["arm"], (start, end))
+        spans[r["arm"]] = (min(earliest, start), max(latest, end))
+    return spans
+
+
+def _covered(spans: Iterable[tuple[float, float]]) -> float:
+    """Seconds inside at least one of `spans` (their union's length)."""
+    covered, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        if end > reach:
+            covered += end - max(start, reach)
+            reach = end
+    return covered
 
 
 def _read(path: Path) -> dict[str, Any]:

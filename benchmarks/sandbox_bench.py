@@ -5,9 +5,10 @@
   (`resident_overhead_*`) and through docker exec (`exec_overhead_*`), interleaved, beside
   `docker run --rm` of the same command;
 - timing fidelity: rg's in-container warm median on a mounted corpus copy of a few thousand
-  files against the same command on the host, interleaved, and on the host against a copy
-  of the same files on the bench root's own disk (the cost of the arm's loop-mounted file
-  system);
+  files against the same command on the host, interleaved (within bound when the container
+  is no more than max(1 ms, 3%) slower: faster is always within), and on the host against a
+  copy of the same files on the bench root's own disk (the cost of the arm's loop-mounted
+  file system);
 - a no-op `images build` with everything locked and present.
 
 Usage: python benchmarks/sandbox_bench.py [--execs 40] [--files 3000]
@@ -60,6 +61,16 @@ def ms(ns: float) -> float:
 
 def p95(values: list[int]) -> float:
     return statistics.quantiles(values, n=20, method="inclusive")[-1]
+
+
+def rg_fidelity(inside_ns: float, host_ns: float) -> dict[str, object]:
+    """rg's median in the container against the host's: the bound is on the excess only
+    (max(1 ms, 3% of the host's)); a container faster than the host is within it."""
+    allowed = max(1e6, 0.03 * host_ns)
+    return {"rg_inside_median_ms": ms(inside_ns), "rg_host_median_ms": ms(host_ns),
+            "rg_difference_ms": ms(inside_ns - host_ns),
+            "rg_excess_ms": ms(max(inside_ns - host_ns, 0)), "rg_allowed_ms": ms(allowed),
+            "rg_within_bound": inside_ns - host_ns <= allowed}
 
 
 def main() -> None:
@@ -130,15 +141,10 @@ def main() -> None:
                         began = time.monotonic_ns()
                         subprocess.run(argv, cwd=cwd, capture_output=True, check=False)
                         into.append(time.monotonic_ns() - began)
-                med_in, med_host = statistics.median(inside), statistics.median(host)
                 figures["rg_host_plain_dir_median_ms"] = ms(statistics.median(plain))
-                allowed = max(1e6, 0.03 * med_host)
                 figures.update({
                     "rg_files": args.files, "rg_reps": args.reps,
-                    "rg_inside_median_ms": ms(med_in), "rg_host_median_ms": ms(med_host),
-                    "rg_difference_ms": ms(med_in - med_host),
-                    "rg_allowed_ms": ms(allowed),
-                    "rg_within_bound": abs(med_in - med_host) <= allowed,
+                    **rg_fidelity(statistics.median(inside), statistics.median(host)),
                     "rg_host_version": subprocess.run(
                         [host_rg, "--version"], text=True,
                         capture_output=True).stdout.split("\n")[0],

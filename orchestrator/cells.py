@@ -21,6 +21,7 @@ from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record, strea
 from orchestrator.untrusted import walk
 
 if TYPE_CHECKING:
+    from orchestrator.arms import ArmSpec
     from orchestrator.prepare import Prepared
     from orchestrator.run import ArmPlan, _Run
 
@@ -28,6 +29,17 @@ if TYPE_CHECKING:
 
 class SandboxLost(SandbenchError):
     """The container or the engine went away mid-run: stop, keep what is recorded, resume."""
+
+
+def task_argv(spec: ArmSpec, task: suite.Task) -> list[str]:
+    """What a cell of `task` runs for an arm: the task's own command for it (what a
+    publication ran), else the arm's template (`sandbox try` renders it the same way)."""
+    return task.command_argv(spec.name) or spec.render(task.kind, task.values)
+
+
+def task_call(spec: ArmSpec, task: suite.Task) -> mcp.ToolCall:
+    """What an MCP arm's session sends for `task`: the arm's call for its kind, filled."""
+    return spec.calls[task.kind].render(task.values)
 
 
 def done(cell: Path) -> bool:
@@ -106,9 +118,7 @@ def _run_cells(r: _Run, a: ArmPlan, box: Sandbox) -> None:
         cell = cells / task_id / str(rep)
         if done(cell):
             continue
-        task = tasks[task_id]
-        # The task's own command for this arm (what a publication ran), else the arm's template.
-        argv = task.command_argv(a.name) or a.spec.render(task.kind, task.values)
+        argv = task_argv(a.spec, tasks[task_id])
         if died is not None:
             rec = box.not_attempted(argv, _fresh(cell), *died, durable=False)
         else:
@@ -145,8 +155,7 @@ def _run_mcp_cells(r: _Run, a: ArmPlan, box: Sandbox, cells: Path,
         task_dir = cells / task_id
         if mcp.done(task_dir, reps):
             continue
-        task = tasks[task_id]
-        call = a.spec.calls[task.kind].render(task.values)
+        call = task_call(a.spec, tasks[task_id])
         session_dir = _fresh(task_dir) / mcp.SESSION
         argv = mcp.session_argv(server, [call] * (reps + 1), timeout_s, box.spec.workdir)
         if died is not None:

@@ -1,6 +1,6 @@
 """Shared fixtures. Integration tests need a real engine: in CI (CI=true) its absence is a
 failure, never a skip. The `engine` fixture lives here, once, for tests/integration and
-tests/security alike."""
+tests/security alike. A shared fixture that fails reports once (tests/shared_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,12 @@ import tenacity
 
 from orchestrator import engine as eng
 from orchestrator.engine import calls
+from tests import shared_fixtures
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.pluginmanager.is_registered(shared_fixtures):
+        config.pluginmanager.register(shared_fixtures, "shared-fixtures")
 
 
 @pytest.fixture(autouse=True)

@@ -4,35 +4,57 @@ parse, call one domain function, render, exit."""
 from __future__ import annotations
 
 import sys
-from importlib import metadata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
+from typing import Any
 
 import typer
+from typer._click import Context
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
-from orchestrator import log
+from orchestrator.cli import _usage
 from orchestrator.cli._help import Command, Group
 from orchestrator.errors import SandbenchError
 from orchestrator.untrusted.errors import HostileInput
 from orchestrator.untrusted.text import terminal, terminal_traceback
 
 
+@contextmanager
+def _reported() -> Iterator[None]:
+    """A SandbenchError anywhere below becomes one message on stderr and its exit code (its
+    render escapes what a tool wrote into it), a usage error the parser raised outside
+    sandbench's own commands the same (exit 2), a HostileInput that reached the top one
+    escaped line and exit 1; Ctrl-C exits 130 quietly."""
+    try:
+        yield
+    except NoArgsIsHelpError:
+        raise
+    except UsageError as err:
+        typer.echo(_usage.input_error(err).render(), err=True)
+        raise typer.Exit(2) from None
+    except SandbenchError as err:
+        typer.echo(err.render(), err=True)
+        raise typer.Exit(err.exit_code) from None
+    except HostileInput as err:
+        typer.echo(f"error: {terminal(err)}", err=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(130) from None
+
+
 class SandbenchGroup(Group):
-    """Turns a SandbenchError anywhere below into one message on stderr and its exit code
-    (its render escapes what a tool wrote into it), a HostileInput that reached the top into
-    one escaped line and exit 1; Ctrl-C exits 130 quietly."""
+    """Every error, the parser's included (parsing the top level's options happens in
+    make_context, the commands' in invoke), in sandbench's own words (`_reported`)."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Context:
+        with _reported():
+            return super().make_context(*args, **kwargs)
 
     def invoke(self, ctx: typer.Context):  # type: ignore[override]
-        try:
+        with _reported():
             return super().invoke(ctx)
-        except SandbenchError as err:
-            typer.echo(err.render(), err=True)
-            raise typer.Exit(err.exit_code) from None
-        except HostileInput as err:
-            typer.echo(f"error: {terminal(err)}", err=True)
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            typer.echo("interrupted", err=True)
-            raise typer.Exit(130) from None
 
 
 # Plain help (no rich panels): the same text on a terminal, in a pipe and in a log.
@@ -43,6 +65,7 @@ app = typer.Typer(cls=SandbenchGroup, no_args_is_help=True, add_completion=False
 
 def version() -> str:
     """The installed package's version, as `pip` and the lock of a run know it."""
+    from importlib import metadata  # 20 ms: only --version and a run's lock ask
     try:
         return metadata.version("sandbench")
     except metadata.PackageNotFoundError:
@@ -60,6 +83,7 @@ def _root(_version: bool = typer.Option(False, "--version", is_eager=True,
                                         callback=_print_version,
                                         help="Print the version and exit.")) -> None:
     """Logs go to stderr, so that under --json stdout holds only the JSON."""
+    from orchestrator import log  # structlog: not for --help or --version
     log.configure()
 
 

@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich import box
-from rich.console import Console, RenderableType
-from rich.table import Table
-from rich.text import Text
 
+from orchestrator.errors import InputError
 from orchestrator.settings import Settings, load_settings
 from orchestrator.untrusted.text import terminal
 
 if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.table import Table
+
     from orchestrator.guards import GuardResult
 
 BenchRoot = typer.Option(None, "--bench-root", envvar="SANDBENCH_ROOT", metavar="DIR",
@@ -28,6 +28,22 @@ BenchRoot = typer.Option(None, "--bench-root", envvar="SANDBENCH_ROOT", metavar=
 Json = typer.Option(False, "--json", help="Print only JSON on stdout.")
 SuiteName = typer.Argument(..., metavar="SUITE", show_default=False,
                            help="A suite: a folder of suites/ with a suite.toml.")
+
+
+def existing_run_dir(value: Path | None) -> Path | None:
+    """A run directory given on the command line exists: named as missing here, before a
+    command looks for one of its files there."""
+    if value is not None and not value.is_dir():
+        raise InputError(f"run directory {value} does not exist", key="RUN_DIR",
+                         expected="a run directory", found=str(value),
+                         fix="give a run directory: bench/runs/RUN_ID (ls bench/runs)")
+    return value
+
+
+def run_dir_argument(help_text: str, metavar: str = "RUN_DIR") -> Any:
+    """An argument naming a run directory, refused with one error when it does not exist."""
+    return typer.Argument(..., file_okay=False, metavar=metavar, help=help_text,
+                          callback=existing_run_dir)
 
 # Without a terminal (CI, a pipe, CliRunner) tables are laid out for this fixed width, so
 # that nothing depends on COLUMNS and no row is wrapped: a table is only as wide as its cells.
@@ -68,6 +84,7 @@ def console() -> Console:
     """The one console every table goes through. On a terminal: its width, bold headers,
     long cells folded. Otherwise: the fixed width, no colour and no control codes whatever
     FORCE_COLOR or COLUMNS say, so the text is the same on every host."""
+    from rich.console import Console  # rich: only a command that prints a table loads it
     tty = sys.stdout.isatty()
     return Console(file=sys.stdout, force_terminal=tty, no_color=not tty or None,
                    width=None if tty else PLAIN_WIDTH, markup=False, emoji=False,
@@ -78,6 +95,9 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> Table:
     """One row per dict, the named columns in order under upper-cased headers; None is an
     empty cell. Cells are plain text (never rich markup), escaped for the terminal: a found
     value or a version may be a tool's bytes."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
     grid = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold",
                  highlight=False)
     for column in columns:

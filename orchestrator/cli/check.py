@@ -5,11 +5,15 @@ with --assert, exit 1 unless every one was met."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
-from orchestrator.predictions.check import Check, check_against, check_run
+from orchestrator.cli._common import (BenchRoot, Json, emit_json, existing_run_dir,
+                                      run_dir_argument, settings, show, table)
+
+if TYPE_CHECKING:
+    from orchestrator.predictions.check import Check
 
 COLUMNS = ("id", "arm", "over", "figure", "predicted", "found", "status", "why")
 # With a baseline run, each direction's figure in that run stands beside the one found.
@@ -37,17 +41,18 @@ def report(result: Check, as_json: bool, assert_: bool) -> None:
         raise typer.Exit(1)
 
 
-def check(run_dir: Path = typer.Argument(..., file_okay=False,
-                                         help="A scored run directory (bench/runs/RUN_ID)."),
+def check(run_dir: Path = run_dir_argument("A scored run directory (bench/runs/RUN_ID)."),
           assert_: bool = typer.Option(False, "--assert", help="Exit 1 if any prediction is "
                                        "violated, missing or needs a baseline run."),
           baseline: Path = typer.Option(None, "--baseline", file_okay=False, metavar="RUN_0",
+                                        callback=existing_run_dir,
                                         help="The scored run the directions are against (the "
                                              "one they name), compared with RUN_DIR first."),
           as_json: bool = Json, bench_root: Path = BenchRoot) -> None:
     """Check every prediction the suite sealed (predictions.toml, carried in
     RUN_DIR/scores.json) against the run's scored cells, every one reported; a direction
     against a named run is decided only with that run given as --baseline."""
+    from orchestrator.predictions.check import check_against, check_run
     if baseline is None:
         result = check_run(run_dir)
     else:

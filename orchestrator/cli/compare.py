@@ -8,17 +8,14 @@ from typing import Literal
 
 import typer
 
-from orchestrator import compare as compare_mod
-from orchestrator.cli._common import BenchRoot, settings
+from orchestrator.cli._common import BenchRoot, run_dir_argument, settings
 from orchestrator.cli.check import report
-from orchestrator.predictions.check import check_against
 
 
-def compare(run_a: Path = typer.Argument(..., file_okay=False, metavar="RUN_A",
-                                         help="Run 0, the baseline: a scored run directory."),
-            run_b: Path = typer.Argument(..., file_okay=False, metavar="RUN_B",
-                                         help="Run 1, after the change: a scored run "
-                                              "directory."),
+def compare(run_a: Path = run_dir_argument("Run 0, the baseline: a scored run directory.",
+                                           "RUN_A"),
+            run_b: Path = run_dir_argument("Run 1, after the change: a scored run directory.",
+                                           "RUN_B"),
             fmt: Literal["md", "html", "json"] = typer.Option(
                 "md", "--format", help="What stdout gets: md, html or json (the model)."),
             output: Path = typer.Option(None, "--output", "-o", file_okay=False, metavar="DIR",
@@ -35,6 +32,8 @@ def compare(run_a: Path = typer.Argument(..., file_okay=False, metavar="RUN_A",
     under the same grade, and every difference in images, tool versions, engines and
     runtimes. Regressions are listed one by one, never netted. With --assert, stdout gets
     RUN_B's predictions checked against RUN_A instead (--output still writes the documents)."""
+    from orchestrator import compare as compare_mod
+    from orchestrator.predictions.check import check_against
     suites_dir = settings(bench_root).suites_dir
     if assert_:
         result, model = check_against(run_a, run_b, suites_dir)

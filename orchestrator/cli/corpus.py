@@ -4,15 +4,17 @@ and verify it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from orchestrator import corpus
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
 from orchestrator.cli._help import Command, Group
 from orchestrator.settings import Settings
 from orchestrator.untrusted.text import terminal
+
+if TYPE_CHECKING:
+    from orchestrator import corpus
 
 app = typer.Typer(cls=Group, no_args_is_help=True,
                   help="Pinned corpora: pin, fetch at the pin, list, verify.")
@@ -25,6 +27,7 @@ CorpusId = typer.Argument(..., metavar="ID", help="A corpus id from corpus.lock.
 
 def _load(bench_root: Path | None, lock: Path | None) -> tuple[Settings, Path,
                                                                 dict[str, corpus.CorpusPin]]:
+    from orchestrator import corpus
     cfg = settings(bench_root)
     lock = lock or corpus.lock_path(cfg)
     return cfg, lock, corpus.load_lock(lock)
@@ -52,6 +55,7 @@ def fetch(corpus_id: str = CorpusId,
                                             "whole ancestry, not only the pinned commit."),
           bench_root: Path = BenchRoot, lock: Path = Lock, as_json: bool = Json) -> None:
     """Fetch exactly the pinned commit into the pristine store (the only network use)."""
+    from orchestrator import corpus
     cfg, lock_file, pins = _load(bench_root, lock)
     info = corpus.fetch(corpus.pin_for(pins, corpus_id, lock_file), cfg, source=source,
                         force=force, full_history=full_history)
@@ -64,6 +68,7 @@ def fetch(corpus_id: str = CorpusId,
 @app.command("ls", cls=Command)
 def ls(bench_root: Path = BenchRoot, lock: Path = Lock, as_json: bool = Json) -> None:
     """Every pinned corpus: id, pin, status, whether it is fetched, tracked file count."""
+    from orchestrator import corpus
     cfg, _, pins = _load(bench_root, lock)
     rows: list[dict[str, Any]] = [
         {"id": s.pin.id, "sha": s.pin.sha, "status": s.pin.status, "kind": s.pin.kind,
@@ -83,6 +88,7 @@ def ls(bench_root: Path = BenchRoot, lock: Path = Lock, as_json: bool = Json) ->
 def verify(corpus_id: str = CorpusId, bench_root: Path = BenchRoot, lock: Path = Lock,
            as_json: bool = Json) -> None:
     """Check the pristine copy: at the pin, detached, no remotes, clean, tree digest unchanged."""
+    from orchestrator import corpus
     cfg, lock_file, pins = _load(bench_root, lock)
     info = corpus.verify_pristine(corpus.pin_for(pins, corpus_id, lock_file), cfg)
     if as_json:
@@ -119,7 +125,7 @@ def add(corpus_id: str = typer.Argument(..., metavar="ID", show_default=False,
                                    help="registered, or proposed (a disclosed substitute)."),
         bench_root: Path = BenchRoot, lock: Path = Lock, as_json: bool = Json) -> None:
     """Pin a corpus: check the entry as corpus.lock is checked, then append it atomically."""
-    from orchestrator import authoring
+    from orchestrator import authoring, corpus
     lock_file = lock or corpus.lock_path(settings(bench_root))
     pin = authoring.add_corpus(lock_file, corpus_id, sha=sha, license_id=license_id, kind=kind,
                                note=note, mirror=source, url=url, repo=repo, status=status)

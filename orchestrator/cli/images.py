@@ -8,11 +8,9 @@ from typing import Any
 
 import typer
 
-from orchestrator import engine_pool, images, placement, run
 from orchestrator.cli._common import (BenchRoot, Json, emit_json, seconds_text, settings, show,
                                       size_text, table, yes_no)
 from orchestrator.cli._help import Command, Group
-from orchestrator.engine import Engine, engine_address
 from orchestrator.errors import SandbenchError
 
 app = typer.Typer(cls=Group, no_args_is_help=True,
@@ -35,6 +33,8 @@ def build(names: list[str] = typer.Argument(None, metavar="NAME",
                                         "parent)."),
           bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Build images whose recipe changed or whose image is missing; skip the rest."""
+    from orchestrator import engine_pool, images, placement, run
+    from orchestrator.engine import Engine, engine_address
     cfg = settings(bench_root)
     artifacts = images.parse_artifacts(artifact or [])
     wanted = list(names or ())
@@ -64,6 +64,8 @@ def build(names: list[str] = typer.Argument(None, metavar="NAME",
 @app.command("ls", cls=Command)
 def ls(bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Every recipe with its locked image, size and build time."""
+    from orchestrator import images
+    from orchestrator.engine import Engine
     rows = images.listing(Engine.connect(), settings(bench_root))
     if as_json:
         emit_json(rows)
@@ -85,6 +87,8 @@ def _build_time(row: dict[str, Any]) -> str | None:
 @app.command("verify", cls=Command)
 def verify(bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Local images against the lock; exits 1 when any is missing, stale or mismatched."""
+    from orchestrator import images
+    from orchestrator.engine import Engine
     checks = images.verify(Engine.connect(), settings(bench_root))
     if as_json:
         emit_json([dataclasses.asdict(c) for c in checks])
@@ -101,6 +105,8 @@ def export(names: list[str] = typer.Argument(..., metavar="NAME",
                                        help="Archive to write."),
            bench_root: Path = BenchRoot) -> None:
     """A `docker save` archive of the locked images, with a sidecar holding its sha256."""
+    from orchestrator import images
+    from orchestrator.engine import Engine
     sidecar = images.export(Engine.connect(), settings(bench_root), names, output)
     typer.echo(f"wrote {output} and {sidecar}")
 
@@ -110,6 +116,8 @@ def import_(archive: Path = typer.Argument(..., exists=True, dir_okay=False, met
                                           help="An archive written by images export."),
             bench_root: Path = BenchRoot) -> None:
     """Load an exported archive after checking its sha256; adopt its lock entries."""
+    from orchestrator import images
+    from orchestrator.engine import Engine
     names = images.import_(Engine.connect(), settings(bench_root), archive)
     typer.echo(f"imported {', '.join(names)}")
 
@@ -123,6 +131,8 @@ def prune(dry_run: bool = typer.Option(False, "--dry-run", help="List, remove no
     """Remove sandbench's images this bench root's lock does not name (superseded builds,
     other bench roots' sets, build leftovers), oldest first, each image's newest build last;
     images a container uses are kept."""
+    from orchestrator import images
+    from orchestrator.engine import Engine
     cfg = settings(bench_root)
     want = images.parse_size(until_free) if until_free is not None else None
     engine = Engine.connect()

@@ -1,7 +1,7 @@
 """What `sandbench run` shows while it runs. On a terminal: one live display (cells done of
 the total, the arm and cell last finished, failures so far, time elapsed and left) and a line
-as each arm starts and ends. Otherwise (a pipe, CI, `--json`): one structured log line per
-cell, as before."""
+as each arm starts and ends. Otherwise (a pipe, CI): the same short line per arm, on stderr,
+nothing that needs a terminal. With `--json`: one structured log line per cell."""
 
 from __future__ import annotations
 
@@ -127,8 +127,30 @@ def live_display(arms: Sequence[ArmPlan], jobs: int, done_before: int
     return on_cell, close
 
 
+def arm_lines(arms: Sequence[ArmPlan], jobs: int) -> tuple[OnCell, Callable[[], None]]:
+    """A line on stderr as each arm starts and ends, for a pipe or CI: what the terminal's
+    display prints above its bar, without the bar. Meanwhile the console logs only warnings
+    and errors, as under the display; the run log keeps every event."""
+    tally = ArmTally(arms, jobs)
+    one_at_a_time = threading.Lock()  # with --jobs, arms report from their own threads
+    log.console_level(logging.WARNING)
+
+    def say(lines: list[str]) -> None:
+        for line in lines:
+            print(terminal(line), file=sys.stderr, flush=True)
+
+    def on_cell(arm: str, cell: str, outcome: str) -> None:
+        with one_at_a_time:
+            say(tally.record(arm, cell, outcome))
+
+    def close() -> None:
+        say(tally.unfinished())
+        log.console_level(logging.NOTSET)
+    return on_cell, close
+
+
 def log_lines(total: int, done_before: int) -> tuple[OnCell, Callable[[], None]]:
-    """One structured log line per cell, for a pipe or `--json`."""
+    """One structured log line per cell, for `--json`."""
     logger = log.get("progress")
     done = {"cells": done_before, "failures": 0}
     one_at_a_time = threading.Lock()  # with --jobs, arms report from their own threads
@@ -157,8 +179,11 @@ def on_terminal() -> bool:
 
 def for_run(arms: Sequence[ArmPlan], jobs: int, as_json: bool, resume: Path | None
             ) -> tuple[OnCell, Callable[[], None]]:
-    """The live display on a terminal, unless JSON was asked for; log lines otherwise."""
+    """Log lines when JSON was asked for; else the live display on a terminal, and a line
+    per arm otherwise."""
     done_before = recorded_cells(resume, arms)
-    if on_terminal() and not as_json:
+    if as_json:
+        return log_lines(sum(len(a.cells) for a in arms), done_before)
+    if on_terminal():
         return live_display(arms, jobs, done_before)
-    return log_lines(sum(len(a.cells) for a in arms), done_before)
+    return arm_lines(arms, jobs)

@@ -7,12 +7,8 @@ from pathlib import Path
 
 import typer
 
-from orchestrator import engine_limits, engine_pool, run_document, runtimes
-from orchestrator import run as run_mod
-from orchestrator.cli import progress
+from orchestrator import engine_limits, runtimes
 from orchestrator.cli._common import BenchRoot, Json, SuiteName, emit_json, settings
-from orchestrator.cli.dry_run import Options, dry_run
-from orchestrator.engine import Engine
 from orchestrator.sandbox_spec import DOCKER_EXEC, RESIDENT
 from orchestrator.untrusted.text import terminal
 
@@ -36,10 +32,11 @@ class Runtime(StrEnum):
 
 
 class OnEngineRefused(StrEnum):
-    """--on-engine-refused: what a refused engine does to the run (engines.ON_REFUSED)."""
+    """--on-engine-refused: what a refused engine does to the run (engine_pool.ON_REFUSED,
+    spelled here so that the help needs no engine client; test_cli holds them equal)."""
 
-    move = engine_pool.MOVE
-    stop = engine_pool.STOP
+    move = "move"
+    stop = "stop"
 
 
 def run(suite: str = SuiteName,
@@ -85,6 +82,11 @@ def run(suite: str = SuiteName,
     """Run a sealed suite. Arms run one after another unless --jobs says otherwise. Exits 3,
     naming each refused arm and why on stderr, when the run finished with arms its isolation
     guards refused (status refused-arms: the arms that ran are scored)."""
+    from orchestrator import engine_pool, run_document
+    from orchestrator import run as run_mod
+    from orchestrator.cli import progress
+    from orchestrator.cli.dry_run import Options, dry_run
+    from orchestrator.engine import Engine
     cfg = settings(bench_root)
     exec_path_value = exec_path.value if exec_path is not None else None
     if check_only:

@@ -1,4 +1,5 @@
-"""`sandbench sandbox`: start arm sandboxes, verify their guards, run a command in one."""
+"""`sandbench sandbox`: start arm sandboxes, verify their guards, run a command in one, try an
+arm on a suite's tasks."""
 
 from __future__ import annotations
 
@@ -7,11 +8,9 @@ from pathlib import Path
 
 import typer
 
-from orchestrator import selfcheck
 from orchestrator.cli.run import Runtime
 from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show_guards
 from orchestrator.cli._help import Command, Group
-from orchestrator.engine import Engine
 from orchestrator.untrusted.text import terminal
 
 RUNTIME = typer.Option(Runtime.runc, "--runtime",
@@ -26,6 +25,8 @@ def check(arms: list[str] = typer.Argument(None, metavar="ARM",
           ) -> None:
     """Start each arm's container, verify and print every guard, remove the container.
     Exits 1 when any arm is refused."""
+    from orchestrator import selfcheck
+    from orchestrator.engine import Engine
     run_dir, checks = selfcheck.check(Engine.connect(), settings(bench_root), arms or [],
                                       runtime.value)
     if as_json:
@@ -52,6 +53,8 @@ def exec_(arm: str = typer.Argument(..., metavar="ARM",
           runtime: Runtime = RUNTIME, bench_root: Path = BenchRoot, as_json: bool = Json
           ) -> None:
     """Run one command in a verified sandbox and keep its complete transcript."""
+    from orchestrator import selfcheck
+    from orchestrator.engine import Engine
     run_dir, record = selfcheck.exec_once(Engine.connect(), settings(bench_root), arm, argv,
                                           timeout, runtime.value)
     cell = run_dir / "cells" / arm / "exec"
@@ -65,3 +68,28 @@ def exec_(arm: str = typer.Argument(..., metavar="ARM",
                f"stdout {record.stdout.bytes_total} B  stderr {record.stderr.bytes_total} B"
                + (f"  flags {','.join(record.flags)}" if record.flags else ""))
     typer.echo(f"transcript: {cell}")
+
+
+@app.command("try", cls=Command)
+def try_(arm: str = typer.Argument(..., metavar="ARM", help="The arm to try (arms/ARM.toml)."),
+         suite_name: str = typer.Option(..., "--suite", metavar="SUITE",
+                                        help="A sealed suite whose tasks the arm answers."),
+         task_ids: list[str] = typer.Option(None, "--task", metavar="ID",
+                                            help="Only this task (repeat it; default: all)."),
+         render_only: bool = typer.Option(False, "--render-only",
+                                          help="Print the commands; start nothing."),
+         runtime: Runtime = typer.Option(None, "--runtime",
+                                         help="The container runtime instead of the suite's."),
+         bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
+    """Render the arm's command for each task as a run would, run each once in the arm's
+    verified sandbox, and show what its parser reads (and, with truth, the scorer's grade)."""
+    from orchestrator import tool_try
+    from orchestrator.engine import Engine
+    cfg = settings(bench_root)
+    planned = tool_try.plan(cfg, suite_name, arm, task_ids or [])
+    tried = tool_try.rendered_only(planned) if render_only else tool_try.run(
+        Engine.connect, cfg, planned, runtime.value if runtime else None)
+    if as_json:
+        emit_json(tried.to_json())
+    else:
+        typer.echo("\n".join(tool_try.text_report(tried)))

@@ -8,18 +8,15 @@ from typing import Literal
 
 import typer
 
-from orchestrator import report as report_mod
-from orchestrator.cli._common import BenchRoot, Json, emit_json, settings, show, table
-from orchestrator.fsutil import canonical_json
-from orchestrator.report import html as html_page
-from orchestrator.report import tables
-from orchestrator.score import SCORES_NAME, score_run
-from orchestrator.score.inputs import read_complete_run
+from orchestrator.cli._common import (BenchRoot, Json, emit_json, run_dir_argument, settings,
+                                      show, table)
+from orchestrator.errors import InputError
 
-RunDir = typer.Argument(..., file_okay=False, help="A run directory (bench/runs/RUN_ID).")
+RunDir = run_dir_argument("A run directory (bench/runs/RUN_ID).")
 
 
 def _show_scorecard(scores: dict) -> None:
+    from orchestrator.report import tables
     show(table(tables.terminal_scorecard(scores), tables.TERMINAL_SCORECARD_COLUMNS))
 
 
@@ -33,6 +30,8 @@ def score(run_dir: Path = RunDir,
     """Score a run offline: grades, cost, wall time, reach and setup cost into
     RUN_DIR/scores.json. A run scored before must reproduce every grade, recall and precision
     (exit 1 naming each that differs, nothing written)."""
+    from orchestrator.score import SCORES_NAME, score_run
+    from orchestrator.score.inputs import read_complete_run
     if suite_dir is None:
         name = read_complete_run(run_dir).suite.name
         suite_dir = settings(bench_root).suite_dir(name)
@@ -62,6 +61,10 @@ def report(run_dir: Path = RunDir,
            ) -> None:
     """Render the results documents from RUN_DIR/scores.json alone: results.md and, beside
     it, results.html (the same tables and the plots, self-contained)."""
+    from orchestrator import report as report_mod
+    from orchestrator.fsutil import canonical_json
+    from orchestrator.report import html as html_page
+    from orchestrator.score import SCORES_NAME
     if fmt == "json":
         typer.echo(canonical_json(report_mod.read(run_dir)), nl=False)
         return
@@ -69,8 +72,8 @@ def report(run_dir: Path = RunDir,
     try:
         page = html_page.path_beside(markdown)
     except ValueError as exc:
-        raise typer.BadParameter(f"{exc}: name the Markdown document (.md)",
-                                 param_hint="--output") from None
+        raise InputError(f"sandbench report: --output: {exc}", key="--output",
+                         fix="name the Markdown document (.md)") from None
     if check:
         target, diffs = report_mod.differences(run_dir, output)
         page_diffs = html_page.differences(report_mod.read(run_dir), page)

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import typer
 
-from orchestrator import authoring
-from orchestrator import suite as suite_mod
 from orchestrator.cli._common import (BenchRoot, Json, SuiteName, emit_json, settings, show,
                                       table)
 from orchestrator.cli._help import Command, Group
@@ -20,6 +18,7 @@ app = typer.Typer(cls=Group, no_args_is_help=True, help="Sealed task suites.")
 
 
 def _load(name: str, bench_root: Path | None):
+    from orchestrator import suite as suite_mod
     cfg = settings(bench_root)
     return cfg, suite_mod.load_suite(cfg.suites_dir, name)
 
@@ -27,6 +26,7 @@ def _load(name: str, bench_root: Path | None):
 @app.command("seal", cls=Command)
 def seal(name: str = SuiteName, bench_root: Path = BenchRoot) -> None:
     """Write manifest.json: the sha256 of every input that decides a number."""
+    from orchestrator import suite as suite_mod
     cfg, the_suite = _load(name, bench_root)
     path = suite_mod.seal(the_suite, cfg)
     typer.echo(f"sealed {name}: {path}")
@@ -35,6 +35,7 @@ def seal(name: str = SuiteName, bench_root: Path = BenchRoot) -> None:
 @app.command("verify", cls=Command)
 def verify(name: str = SuiteName, bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Check every sealed input; exits 1 naming each file that changed."""
+    from orchestrator import suite as suite_mod
     cfg, the_suite = _load(name, bench_root)
     diffs = suite_mod.verify_seal(the_suite, cfg)
     if as_json:
@@ -60,6 +61,7 @@ def _pairs(option: str, values: list[str], what: str) -> dict[str, str]:
 
 
 def _bands(values: list[str]) -> dict[str, float]:
+    from orchestrator import authoring
     bands = dict(authoring.DEFAULT_BANDS)
     for key, value in _pairs("--band", values, "KEY=NUMBER").items():
         if key not in bands:
@@ -149,6 +151,8 @@ def new(name: str = typer.Argument(..., metavar="NAME", show_default=False,
         bench_root: Path = BenchRoot) -> None:
     """Create suites/NAME: suite.toml with the declared choices and a preregistration.md that
     states them (never overwrites). Then: sandbench suite add-tasks NAME --records FILE."""
+    from orchestrator import authoring
+    from orchestrator import suite as suite_mod
     cfg = settings(bench_root)
     choices = authoring.SuiteChoices(
         name=name, corpus=corpus_id, arms=tuple(a.strip() for a in arms.split(",")),
@@ -178,6 +182,7 @@ def add_tasks(name: str = SuiteName,
     overwrites; nothing is written unless every task is made), copy the records file into the
     suite (records/FILE, sealed with it) and list the tasks in the preregistration. Then:
     sandbench suite seal NAME."""
+    from orchestrator import authoring
     cfg = settings(bench_root)
     written = authoring.add_tasks(cfg, name, records, mirror)
     if as_json:

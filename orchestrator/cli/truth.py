@@ -8,15 +8,9 @@ from typing import Any
 
 import typer
 
-from orchestrator.truth import rules as truth_rules
-from orchestrator.truth import sources as truth_sources
-from orchestrator.cli._common import BenchRoot, Json, emit_json, settings
+from orchestrator.cli._common import BenchRoot, Json, emit_json, run_dir_argument, settings
 from orchestrator.cli._help import Command, Group
-from orchestrator.corpus import foreign
-from orchestrator.engine import Engine
 from orchestrator.errors import InputError
-from orchestrator.fsutil import read_json
-from orchestrator.oracle import build as oracle_build
 from orchestrator.untrusted.text import terminal, terminal_lines
 
 app = typer.Typer(cls=Group, no_args_is_help=True,
@@ -28,6 +22,9 @@ def build(name: str = typer.Argument(..., metavar="SUITE", help="A suite with an
           bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Run the suite's oracle in a sandbox and store its truth sets under the suite (then
     `sandbench suite seal NAME` covers them)."""
+    from orchestrator.engine import Engine
+    from orchestrator.fsutil import read_json
+    from orchestrator.oracle import build as oracle_build
     path = oracle_build.build(Engine.connect(), settings(bench_root), name)
     document = read_json(path)
     if as_json:
@@ -47,8 +44,7 @@ def build(name: str = typer.Argument(..., metavar="SUITE", help="A suite with an
 
 
 @app.command("compare", cls=Command)
-def compare(run_dir: Path = typer.Argument(..., file_okay=False,
-                                           help="A scored run directory."),
+def compare(run_dir: Path = run_dir_argument("A scored run directory."),
             bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Grade a scored run's answers against the suite's compiler truth too, and list where the
     text and compiler truths disagree (RUN_DIR/truth-comparison.md)."""
@@ -92,6 +88,8 @@ def rule_fix(mirror: Path = Mirror,
              as_json: bool = Json) -> None:
     """The files the fix commits changed, most changed lines first (and, in JSON, the
     primary fix file: the first that is not a test file)."""
+    from orchestrator.truth import rules as truth_rules
+    from orchestrator.corpus import foreign
     with foreign.opened(mirror, "MIRROR") as repo:
         rows = truth_rules.fix_files(repo, shas, ext)
     _print(as_json, truth_rules.fix_json(shas, rows, ext), truth_rules.fix_lines(rows))
@@ -101,12 +99,15 @@ def rule_fix(mirror: Path = Mirror,
 def rule_refs(pristine: Path = Pristine,
               symbol: str = typer.Argument(..., metavar="NAME", help="The symbol."),
               ext: str = typer.Option("cs", "--ext", metavar="EXT", help="cs, ts or rs."),
-              rule: str = typer.Option(truth_rules.DEFAULT_RULE, "--rule", metavar="RULE",
+              rule: str = typer.Option("text-v1", "--rule", metavar="RULE",
                                        help="text-v1, or text-v1-declaring-admissible (the "
                                             "declaring files go to admissible)."),
               as_json: bool = Json) -> None:
     """core: the files naming NAME in code; admissible: naming it only in comments or
     strings."""
+    from orchestrator.truth import rules as truth_rules
+    from orchestrator.truth import sources as truth_sources
+    from orchestrator.corpus import foreign
     with foreign.opened(pristine, "PRISTINE") as checkout:
         result = truth_rules.refs(truth_sources.Sources(checkout), symbol, ext, rule)
     _print(as_json, result.to_json(), truth_rules.refs_lines(result))
@@ -123,6 +124,9 @@ def rule_impact(pristine: Path = Pristine,
                 as_json: bool = Json) -> None:
     """graded: the fix's files beyond SEED, unioned with every file naming in code a type
     SEED declares (one hop, dependents only)."""
+    from orchestrator.truth import rules as truth_rules
+    from orchestrator.truth import sources as truth_sources
+    from orchestrator.corpus import foreign
     if bool(fixes) != (mirror is not None):
         raise InputError.bad_value("the command line", "--mirror/--fix", "both (a fix in a "
                                    "mirror) or neither", {"mirror": mirror, "fix": fixes})
@@ -145,6 +149,9 @@ def rule_declares(pristine: Path = Pristine,
                   as_json: bool = Json) -> None:
     """The non-test files whose code declares what TERM names (a published task whose
     question is a search term); in path order, the first is a locate task's primary."""
+    from orchestrator.truth import rules as truth_rules
+    from orchestrator.truth import sources as truth_sources
+    from orchestrator.corpus import foreign
     with foreign.opened(pristine, "PRISTINE") as checkout:
         result = truth_rules.declarations(truth_sources.Sources(checkout), term, what, ext,
                                           ignore_case)

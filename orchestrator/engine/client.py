@@ -78,7 +78,7 @@ class Engine:
         is sandbench's error naming `what`."""
         try:
             if retry:
-                return retry_policy()(fn, *args, **kwargs)
+                return retry_policy(what)(fn, *args, **kwargs)
             return fn(*args, **kwargs)
         except ENGINE_FAILURES as exc:
             raise translate(what, exc) from exc
@@ -374,5 +374,6 @@ class Engine:
         except BaseException:
             api.close()
             raise
-        return ExecStream(self, api, exec_id)
+        return ExecStream(api, exec_id, lambda: self._call("exec inspect", api.exec_inspect,
+                                                           exec_id))
 

@@ -6,25 +6,24 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import docker
 import requests.exceptions
 
 from orchestrator.errors import EngineError
 
-if TYPE_CHECKING:  # an exec's exit code is asked through the engine's own call
-    from orchestrator.engine.client import Engine
-
 
 class ExecStream:
     """One started `docker exec`: its (stdout, stderr) chunks as they arrive, then the exec's
     exit code. A broken stream ends the chunks and is kept in `broken`, never raised: the
-    caller's decoder says what a cut-off stream means."""
+    caller's decoder says what a cut-off stream means. `inspect` asks the engine about the
+    exec through the engine's own call (its retries, its errors)."""
 
-    def __init__(self, engine: Engine, api: docker.APIClient, exec_id: str) -> None:
-        self._engine = engine
+    def __init__(self, api: docker.APIClient, exec_id: str,
+                 inspect: Callable[[], dict[str, Any]]) -> None:
+        self._inspect = inspect
         self._api = api
         self._exec_id = exec_id
         self.broken: str | None = None
@@ -38,8 +37,7 @@ class ExecStream:
     def exit_code(self) -> int | None:
         """The exec's exit code, or None when the engine no longer knows the exec."""
         try:
-            return self._engine._call("exec inspect", self._api.exec_inspect,
-                                      self._exec_id)["ExitCode"]
+            return self._inspect()["ExitCode"]
         except EngineError:
             return None
 

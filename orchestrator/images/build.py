@@ -25,6 +25,7 @@ from orchestrator import log
 from orchestrator.errors import EngineError, InputError
 from orchestrator.fsutil import sha256_bytes, sha256_file
 from orchestrator.images import helper as host_helper
+from orchestrator.images.build_faults import build_failure, retried
 from orchestrator.images.build_stream import BuildStream, StageImages, remove_stage_images
 from orchestrator.images.build_inputs import build_ca_bundle, proxy_build_args
 from orchestrator.images.lock import ImageLock
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from orchestrator.engine import Engine
 
 BUILD_DIR = ".sandbench-build"
+STEP_SHOWN = 100  # characters of a step's instruction a progress line shows
 ARTIFACT_DIR = "artifact"
 
 logger = log.get(__name__)
@@ -58,30 +60,46 @@ def _build_context(recipe: Recipe, into: Path, artifact: Path | None) -> Path:
 def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str | None,
                   build_args: dict[str, str], labels: dict[str, str],
                   artifact: Path | None, target: str | None = None) -> str:
-    """One build with its log under the bench root; the image id. The untagged images its
-    earlier stages left are removed after it, failed or not: every build runs without the
-    cache, so they are only disk spent."""
+    """One build, retried after a fault from outside (build_faults.py); the image id. An
+    attempt is safe to repeat: its context is made afresh, its log rewritten, what its
+    stages left removed, and a tag it set is moved by the next."""
     stage = f"-{target}" if target and target != recipe.target else ""
+    return retried(f"build image {recipe.name}{stage}", lambda: _build_once(
+        engine, settings, recipe, tag, build_args, labels, artifact, target, stage))
+
+
+def _build_once(engine: Engine, settings: Settings, recipe: Recipe, tag: str | None,
+                build_args: dict[str, str], labels: dict[str, str], artifact: Path | None,
+                target: str | None, stage: str) -> str:
+    """One attempt with its log under the bench root, each step logged as it starts. The
+    untagged images its earlier stages left are removed after it, failed or not (a failed
+    one's last committed step too): every build runs without the cache, so they are only disk
+    spent, and a retried build leaves none per attempt."""
     log_path = settings.bench_root / "image-builds" / f"{recipe.name}{stage}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     scratch = settings.bench_root / "tmp"
     scratch.mkdir(parents=True, exist_ok=True)
     image_id = None
     stages = StageImages()
-    started = datetime.now(UTC)
+    started, began = datetime.now(UTC), time.monotonic()
+
+    def on_step(step: str, instruction: str) -> None:
+        logger.info("build step", image=f"{recipe.name}{stage}", step=step,
+                    instruction=instruction[:STEP_SHOWN], elapsed_s=round(
+                        time.monotonic() - began, 1))
     try:
         with tempfile.TemporaryDirectory(dir=scratch, prefix=f"ctx-{recipe.name}-") as tmp, \
                 open(log_path, "w", encoding="utf-8", errors="backslashreplace") as out:
             ctx = _build_context(recipe, Path(tmp), artifact)
-            stream = BuildStream(out, stages)
+            stream = BuildStream(out, stages, on_step=on_step)
             for chunk in engine.build(ctx, tag=tag,
                                       build_args={**build_args, **proxy_build_args()},
                                       labels=labels, target=target or recipe.target):
                 stream.feed(chunk.get("stream") or chunk.get("status") or "")
                 if "error" in chunk:
-                    raise EngineError(f"image {recipe.name!r} failed to build",
-                                      why=stream.failed(chunk["error"]),
-                                      fix=f"see the build log {log_path}")
+                    why = stream.failed(chunk["error"])
+                    raise build_failure(f"image {recipe.name!r} failed to build", why,
+                                        f"see the build log {log_path}", stream.faults.mark)
                 if aux := chunk.get("aux"):
                     image_id = aux.get("ID", image_id)
             stream.end()
@@ -92,7 +110,8 @@ def _docker_build(engine: Engine, settings: Settings, recipe: Recipe, tag: str |
                               fix=f"see the build log {log_path}")
         return image_id
     finally:
-        remove_stage_images(engine, stages.left(), keep=image_id, since=started)
+        remove_stage_images(engine, stages.left(failed=image_id is None), keep=image_id,
+                            since=started)
 
 
 def _build_helper(engine: Engine, settings: Settings, recipe: Recipe,
@@ -296,6 +315,7 @@ class _Builds:
             note = "recipe hash unchanged and image present"
             if engine is not None and _retag(engine, entry):
                 note += "; tag re-pointed at the locked image"
+            logger.info("cached", image=recipe.name, why=note)
             return BuildOutcome(recipe.name, "up-to-date", note, entry["tag"],
                                 entry["image_id"])
         if dry_run or engine is None:
@@ -322,6 +342,7 @@ class _Builds:
             **({"artifact": {"name": recipe.artifact, "path": str(artifact),
                              "sha256": build_args["ARTIFACT_SHA256"]}} if artifact else {}),
             **read_manifests(engine, settings, recipe, image_id)})
+        logger.info("built", image=recipe.name, seconds=seconds)
         with self.mutex:
             self.rebuilt.add(recipe.name)
             if defer:

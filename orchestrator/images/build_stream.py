@@ -7,18 +7,22 @@ The host reads that stream as it reads a tool's output: the build log keeps at m
 `limits.BUILD_LOG_MAX_BYTES` (then one line saying what was left out), a line is looked at only
 up to `limits.BUILD_LINE_MAX_CHARS` (a longer one can be no step or image line, and no longer
 line is kept in memory: the stream is read in time linear in its length), and an error quotes
-the last `TAIL_LINES` lines, each clipped.
+the last `TAIL_LINES` lines, each clipped. Each step line is reported as the build reaches it
+(which image, which step, how long in), and the first line that marks a fault from outside is
+kept (build_faults.py).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
 from orchestrator import labels as lb
 from orchestrator import log
 from orchestrator.errors import EngineError
+from orchestrator.images.build_faults import FaultWatch
 from orchestrator.untrusted import limits
 
 if TYPE_CHECKING:
@@ -26,6 +30,11 @@ if TYPE_CHECKING:
 
 logger = log.get(__name__)
 TAIL_LINES = 15
+# The classic builder's "Step 2/7 : RUN ...", Podman's "STEP 2/7: RUN ...".
+# A RUN step may print such lines too: only the next step in order is reported, at most
+# MAX_STEPS of them.
+STEP = re.compile(r"step (\d+)/(\d+) ?: (.*)", re.IGNORECASE)
+MAX_STEPS = 200
 
 
 class Lines:
@@ -57,13 +66,18 @@ def _cut(text: str, limit: int) -> str:
 
 class BuildStream:
     """One build's stream: written to its log within the log's bound, its lines fed to
-    `StageImages`, its last lines (clipped) kept for an error."""
+    `StageImages` and a `FaultWatch`, each step line to `on_step` (step, instruction), its
+    last lines (clipped) kept for an error."""
 
     def __init__(self, log_file: TextIO, stages: StageImages,
-                 log_limit: int = limits.BUILD_LOG_MAX_BYTES) -> None:
+                 log_limit: int = limits.BUILD_LOG_MAX_BYTES,
+                 on_step: Callable[[str, str], None] | None = None) -> None:
         self._log, self._stages = log_file, stages
         self._limit = self._left = log_limit
         self._lines = Lines()
+        self._on_step = on_step
+        self._steps = 0  # the last step reported
+        self.faults = FaultWatch()
         self.tail: list[str] = []
         self.dropped = 0  # characters of output not written to the log
 
@@ -77,6 +91,13 @@ class BuildStream:
         self.dropped += len(text) - len(kept)
         lines = self._lines.feed(text)
         self._stages.feed_lines(lines)
+        self.faults.feed_lines(lines)
+        if self._on_step is not None:
+            for line in lines:
+                step = STEP.match(line)
+                if step and int(step[1]) == self._steps + 1 and self._steps < MAX_STEPS:
+                    self._steps += 1
+                    self._on_step(f"{step[1]}/{step[2]}", step[3].strip())
         self.tail = (self.tail + [_cut(line, limits.EXCERPT_CHARS) for line in lines[-TAIL_LINES:]]
                      )[-TAIL_LINES:]
 
@@ -92,6 +113,7 @@ class BuildStream:
         with the error."""
         self.end()
         error = _cut(error.strip(), limits.BUILD_LINE_MAX_CHARS)
+        self.faults.feed_lines(error.splitlines())
         self._log.write(error + "\n")
         return "\n".join([error, *self.tail[-8:]])
 
@@ -122,8 +144,11 @@ class StageImages:
                     self._bases.add(match[1])
                 self._last, self._after_from = match[1], False
 
-    def left(self) -> list[str]:
-        return [i for i in dict.fromkeys(self._finished) if i not in self._bases]
+    def left(self, failed: bool = False) -> list[str]:
+        """The finished stages' images; after a failed build, the failing stage's last image
+        too (what its steps committed before the one that failed)."""
+        ids = [*self._finished, *([self._last] if failed and self._last else [])]
+        return [i for i in dict.fromkeys(ids) if i not in self._bases]
 
 
 def remove_stage_images(engine: Engine, ids: list[str], keep: str | None,

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator import log
-from orchestrator.engine.calls import is_transient
+from orchestrator.engine.calls import TransientFailure, is_transient
 from orchestrator.errors import EngineError, InputError, SandbenchError
 from orchestrator.fsutil import canonical_json, sha256_bytes, sha256_file
+from orchestrator.images.build_faults import retried, transient_mark
 from orchestrator.images.build_inputs import debian_mirror
 from orchestrator.images.recipes import REPOSITORY, Bootstrap, Recipe
 from orchestrator.settings import Settings
@@ -209,8 +210,12 @@ def bootstrap_image(engine: Engine, settings: Settings, boot: Bootstrap, mirror:
         tarball = Path(tmp) / "rootfs.tar"
         logger.info("bootstrap", suite=boot.suite, variant=boot.variant, as_user=as_user(),
                     mirror=mirror, source_date_epoch=boot.source_date_epoch)
-        run_host(mmdebstrap_argv(tool, boot, mirror, tarball), "mmdebstrap",
-                 bootstrap_env(boot))
+
+        def attempt() -> None:  # safe to repeat: the tar is written afresh
+            tarball.unlink(missing_ok=True)
+            run_host(mmdebstrap_argv(tool, boot, mirror, tarball), "mmdebstrap",
+                     bootstrap_env(boot))
+        retried("bootstrap the root file system", attempt)
         rootfs_id, info = load_tarball(engine, tarball, ref, boot, info)
     return rootfs_id, {**info, "bootstrap_seconds": round(time.monotonic() - started, 3)}
 
@@ -267,8 +272,13 @@ def _host_output(argv: list[str]) -> str:
 
 
 def run_host(argv: list[str], what: str, env: dict[str, str] | None = None) -> None:
+    """Run a host program of ours; its failure quotes its last lines, and is transient (so
+    retried by a caller that may repeat it) when its output says the network failed."""
     proc = subprocess.run(argv, capture_output=True, text=True, check=False,
                           env={**os.environ, **(env or {})})
     if proc.returncode != 0:
-        tail = "\n".join((proc.stderr or proc.stdout).splitlines()[-5:])
-        raise SandbenchError(f"{what} failed with exit code {proc.returncode}", why=tail)
+        output = (proc.stderr or proc.stdout).splitlines()
+        failed = f"{what} failed with exit code {proc.returncode}"
+        if mark := transient_mark(output):
+            raise TransientFailure(failed, why="\n".join([mark, *output[-5:]]))
+        raise SandbenchError(failed, why="\n".join(output[-5:]))

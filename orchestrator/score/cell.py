@@ -22,7 +22,7 @@ from orchestrator.kinds import EDGE_KINDS
 from orchestrator.score import correctness, cost, edges, reach, timing
 from orchestrator.score.inputs import ArmRun, Rep, RunInputs
 from orchestrator.score.numbers import r6
-from orchestrator.suite import Task
+from orchestrator.suite import Suite, Task
 from orchestrator.transcripts import OUTCOMES, RECORD_NAME
 from orchestrator.untrusted.decode import clip
 from orchestrator.untrusted.errors import HostileInput
@@ -120,10 +120,18 @@ def read_rep(inputs: RunInputs, arm: ArmRun, task: Task, rep: Rep,
     stdout = inputs.stdout(rep)
     if rep.record.outcome != "ok":
         return Reading(failure=rep.record.outcome)
-    parser = parsers.get_parser(arm.parser)
+    return read_output(arm.parser, arm.name, task, stdout, inputs.stderr(rep), index)
+
+
+def read_output(parser_name: str, arm: str, task: Task, stdout: bytes, stderr: bytes,
+                index: line_index.LineIndex | None) -> Reading:
+    """One output of an exec that ended ok, as the scorer reads it (`sandbox try` too): the
+    arm's parser through the shape the task declares for it, reach given the line index;
+    whatever the parser raises on the tool's bytes is this output's parse-error."""
+    parser = parsers.get_parser(parser_name)
     try:
-        parsed = _shapes.parse_output(parser, stdout, inputs.stderr(rep), task.kind,
-                                      output_shape(task, arm.name))
+        parsed = _shapes.parse_output(parser, stdout, stderr, task.kind,
+                                      output_shape(task, arm))
         found_reach = None if index is None else reach.task_reach(parsed.rows, index)
     except parsers.ParseError as err:
         return Reading(failure="parse-error", parse_error=err.message)
@@ -147,18 +155,18 @@ class RepGrade:
     edges: dict[str, Any] | None
 
 
-def grade_reading(inputs: RunInputs, task: Task, reading: Reading) -> RepGrade:
+def grade_reading(the_suite: Suite, task: Task, reading: Reading) -> RepGrade:
     """A reading graded by the task's kind; a failed one is wrong, its grade kept beside."""
     grade: dict[str, Any]
     if task.kind in EDGE_KINDS:
-        graded = edges.grade(task.kind, edge_truth(inputs), reading.graph, inputs.suite.bands)
+        graded = edges.grade(task.kind, edge_truth(the_suite), reading.graph, the_suite.bands)
         grade = {"verdict": graded.verdict, "recall": r6(graded.recall),
                  "precision": r6(graded.precision), "answer": [],
                  "files_named": graded.files_named, "hits": [], "missed": [],
                  "outside": [], "notes": list(graded.notes)}
         verdict, detail = graded.verdict, graded.detail
     else:
-        files = correctness.grade(reading.rows, task, inputs.suite)
+        files = correctness.grade(reading.rows, task, the_suite)
         grade, verdict, detail = files.to_json(), files.verdict, None
     return RepGrade(verdict if reading.failure is None else "wrong", reading.failure,
                     reading.parse_error, grade, detail)
@@ -207,7 +215,7 @@ def grade_warm(inputs: RunInputs, arm: ArmRun, task: Task, reps: Sequence[Rep],
             out.append((rep, None, "sandbox-unavailable"))
             continue
         if (graded := known.get(same(rep))) is None and rep.record.outcome != "ok":
-            graded = grade_reading(inputs, task, Reading(failure=rep.record.outcome))
+            graded = grade_reading(inputs.suite, task, Reading(failure=rep.record.outcome))
             known[same(rep)] = graded  # a failed exec is wrong whatever it printed
         if graded is None:
             if not _streams_kept(rep):
@@ -219,7 +227,8 @@ def grade_warm(inputs: RunInputs, arm: ArmRun, task: Task, reps: Sequence[Rep],
                                      file=str(rep.cell_dir))
                 out.append((rep, None, "streams-not-kept"))
                 continue
-            graded = grade_reading(inputs, task, read_rep(inputs, arm, task, rep, None))
+            graded = grade_reading(inputs.suite, task,
+                                   read_rep(inputs, arm, task, rep, None))
             known[same(rep)] = graded
         out.append((rep, graded, None))
     return out
@@ -255,7 +264,7 @@ def score_cell(inputs: RunInputs, arm_name: str, task: Task,
     reading = read_rep(inputs, arm, task, cold, index)
     cell["calls"] = reading.calls
     cell["reach"] = reading.reach
-    cold_grade = grade_reading(inputs, task, reading)
+    cold_grade = grade_reading(inputs.suite, task, reading)
     graded = [(cold, cold_grade, None), *grade_warm(inputs, arm, task, reps, cold_grade)]
     return _settle(cell, graded, inputs.suite.rules(task).cell_grade)
 
@@ -281,13 +290,13 @@ def _settle(cell: dict[str, Any], graded: Sequence[tuple[Rep, RepGrade | None, s
     return cell
 
 
-def edge_truth(inputs: RunInputs) -> edges.EdgeTruth:
+def edge_truth(the_suite: Suite) -> edges.EdgeTruth:
     """The sealed suite's oracle truth (the seal was checked on loading), its rust_edges
     block read once per suite."""
-    path = inputs.suite.truth_file()
+    path = the_suite.truth_file()
     if path is None or not path.is_file():
-        raise InputError(f"suite {inputs.suite.name!r} has edge tasks but no oracle truth",
-                         fix=f"sandbench truth build {inputs.suite.name}",
+        raise InputError(f"suite {the_suite.name!r} has edge tasks but no oracle truth",
+                         fix=f"sandbench truth build {the_suite.name}",
                          file=None if path is None else str(path))
     stat = path.stat()
     key = (path, stat.st_mtime_ns, stat.st_size)
@@ -299,7 +308,7 @@ def edge_truth(inputs: RunInputs) -> edges.EdgeTruth:
         truth = edges.EdgeTruth.of(read_json(path).get("rust_edges"))
     except edges.BadTruth as exc:
         raise InputError(f"{path}: rust_edges is not what sandbench truth build writes",
-                         why=str(exc), fix=f"sandbench truth build {inputs.suite.name}",
+                         why=str(exc), fix=f"sandbench truth build {the_suite.name}",
                          file=str(path)) from exc
     _EDGE_TRUTH.clear()
     _EDGE_TRUTH[key] = truth

@@ -18,7 +18,7 @@ import requests.exceptions
 import urllib3.exceptions
 
 from orchestrator import cleanup, engine_pool
-from orchestrator.engine import Engine, engine_address, tls_config
+from orchestrator.engine import Engine, calls, engine_address, tls_config
 from orchestrator.errors import EngineError, EngineNotFound, InputError
 from orchestrator.labels import LABEL_CREATE
 from tests.unprivileged import as_nobody
@@ -286,3 +286,21 @@ def test_a_socket_the_user_may_not_open_is_named_with_the_fix() -> None:
         assert said.startswith(f"error: no Docker engine answers at unix://{path}\n"), said
     finally:
         shutil.rmtree(folder)
+
+
+# -- what is worth another try -------------------------------------------------------------
+
+def test_engine_errors_are_transient_as_what_they_translate() -> None:
+    def translated(cause: BaseException) -> EngineError:
+        try:
+            raise calls.translate("build base", cause) from cause
+        except EngineError as err:
+            return err
+    assert calls.is_transient(translated(requests.exceptions.ConnectionError("reset")))
+    server_error = docker.errors.APIError("boom", response=SimpleNamespace(
+        status_code=500, url="/build", reason="Internal Server Error"))
+    assert calls.is_transient(translated(server_error))
+    assert not calls.is_transient(translated(refused("no such build arg")))
+    assert not calls.is_transient(EngineError("image 'x' failed to build"))
+    assert calls.is_transient(calls.TransientFailure("image 'x' failed to build"))
+

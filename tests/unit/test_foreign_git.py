@@ -315,6 +315,7 @@ RUNS_GIT = {
     "benchmarks/corpus_copy.py": "a repository it synthesises",
     "benchmarks/docker_group.py": "this project's own checkout (its files, for another user)",
     "benchmarks/foreign_git_cost.py": "a repository it synthesises; this checkout (git archive)",
+    "benchmarks/cli_startup.py": "this checkout (git archive of an earlier commit)",
 }
 
 
