@@ -32,7 +32,9 @@ from pathlib import Path
 
 from typing import Any
 
-from orchestrator import corpus, suite, truth_rules
+from orchestrator import corpus, suite
+from orchestrator.truth import rules as truth_rules
+from orchestrator.truth import sources as truth_sources
 from orchestrator.corpus import foreign
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.settings import load_settings
@@ -62,7 +64,7 @@ def _fix_commits(mirror: foreign.Foreign, pin: str) -> list[str]:
     return [sha for sha in shas if truth_rules.fix_files(mirror, [sha])]
 
 
-def _usable(sources: truth_rules.Sources, symbol: str, seed: str | None,
+def _usable(sources: truth_sources.Sources, symbol: str, seed: str | None,
             at_pin: set[str]) -> bool:
     """The record makes every task it names: a non-empty core (and graded set)."""
     if not truth_rules.refs(sources, symbol).core:
@@ -72,7 +74,7 @@ def _usable(sources: truth_rules.Sources, symbol: str, seed: str | None,
 
 def records(mirror: foreign.Foreign, pristine: foreign.Foreign, pin: str, tasks: int) -> str:
     """A JSON records file making exactly `tasks` tasks from the mirror's fixes after the pin."""
-    sources = truth_rules.Sources(pristine)
+    sources = truth_sources.Sources(pristine)
     at_pin = set(sources.tracked())
     fixes = _fix_commits(mirror, pin)
     if len(fixes) < 2:
@@ -101,9 +103,9 @@ def records(mirror: foreign.Foreign, pristine: foreign.Foreign, pin: str, tasks:
         for path, _ in truth_rules.fix_files(mirror, shas):
             if made + KINDS_PER_FULL_RECORD > tasks:
                 break
-            if path not in at_pin or truth_rules.is_test(path):
+            if path not in at_pin or truth_sources.is_test(path):
                 continue
-            types = truth_rules.declared_types(pristine.path / path)
+            types = truth_sources.declared_types(pristine.path / path)
             if not types or not _usable(sources, types[0], path, at_pin):
                 continue
             n += 1
@@ -118,7 +120,7 @@ def records(mirror: foreign.Foreign, pristine: foreign.Foreign, pin: str, tasks:
             break
         if not rel.startswith("src/MassTransit/JobService/"):
             continue
-        for symbol in truth_rules.declared_types(pristine.path / rel):
+        for symbol in truth_sources.declared_types(pristine.path / rel):
             if made < tasks and symbol not in symbols and _usable(sources, symbol, None, at_pin):
                 n += 1
                 symbols.add(symbol)

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import suite as suite_mod
-from orchestrator import toml_text, truth_rules
+from orchestrator.authoring import toml_text
+from orchestrator.truth import rules as truth_rules
 from orchestrator.authoring._common import bad as _bad
 from orchestrator.fsutil import read_toml
 

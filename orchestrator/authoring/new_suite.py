@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import corpus, toml_text, truth_rules
+from orchestrator import corpus
 from orchestrator import suite as suite_mod
-from orchestrator.authoring import suite_tables
+from orchestrator.authoring import suite_tables, toml_text
 from orchestrator.authoring._common import bad as _bad
 from orchestrator.fsutil import atomic_write_text
 from orchestrator.settings import Settings
+from orchestrator.truth import rules as truth_rules
 
 # The methodology's bands, every existing suite's values: the default of `suite new`.
 DEFAULT_BANDS: dict[str, float] = {
@@ -109,7 +110,7 @@ def suite_toml(c: SuiteChoices, pin: corpus.CorpusPin) -> str:
     purpose = f" {c.purpose.rstrip('.')}." if c.purpose else ""
     header = (f"The {c.name} suite on corpus `{c.corpus}` ({pin.repo} @{pin.sha[:7]})."
               f"{purpose} Tasks are made from records by `sandbench suite add-tasks`, their "
-              "truth by the mechanical rule `truth_rule` names (orchestrator/truth_rules.py), "
+              "truth by the mechanical rule `truth_rule` names (orchestrator/truth/rules.py), "
               "each task file quoting its rule and the command that printed its sets. "
               "Declared choices are stated in preregistration.md.")
     lines = [
@@ -137,7 +138,7 @@ def suite_toml(c: SuiteChoices, pin: corpus.CorpusPin) -> str:
         f"truth_rule = {toml_text.string(c.truth_rule)}",
         "# locate and e2e-retrieval: whether the truth keeps the test files the fix touched.",
         f"test_files = {toml_text.string(c.test_files)}",
-        "# The version of the rules (orchestrator/truth_rules.py) add-tasks makes truth by.",
+        "# The version of the rules (orchestrator/truth/rules.py) add-tasks makes truth by.",
         f"truth_rule_version = {truth_rules.VERSION}",
         "",
         "[bands]",
@@ -189,7 +190,7 @@ def preregistration(c: SuiteChoices, pin: corpus.CorpusPin, today: str) -> str:
         f"- **Impact precision cap: {c.precision_cap} files.** An answer naming more is over "
         "the cap (neither correct nor partial; recall and precision still printed).",
         f"- **Truth rule `{c.truth_rule}`, rules version {truth_rules.VERSION}** "
-        f"({truth_rules.RULES[c.truth_rule]}; stated in orchestrator/truth_rules.py): each "
+        f"({truth_rules.RULES[c.truth_rule]}; stated in orchestrator/truth/rules.py): each "
         "task's truth is computed mechanically from a "
         "record by `sandbench suite add-tasks`, on the pristine corpus and the corpus's "
         "mirror, before any arm runs; no arm's tool is run to produce it. Per kind:",

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from orchestrator import corpus, toml_text
+from orchestrator import corpus
+from orchestrator.authoring import toml_text
 from orchestrator.authoring._common import bad as _bad
 from orchestrator.corpus import foreign
 from orchestrator.corpus.lock import parse_lock, read_lock_text, where

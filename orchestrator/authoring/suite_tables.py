@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from orchestrator import runtimes, toml_text
+from orchestrator import runtimes
 from orchestrator import suite as suite_mod
+from orchestrator.authoring import toml_text
 from orchestrator.authoring._common import CLI, bad
 
 _WHERE = Path(CLI)  # the loader's checks name the file; here the values came from the command
@@ -37,7 +38,7 @@ def toml_lines(grading: dict[str, Any], not_attempted: dict[str, tuple[str, str]
     lines: list[str] = []
     if grading:
         lines += ["", "# How answers are graded where the methodology leaves it open "
-                  "(orchestrator/suite_model.py GradingRules).", "[grading]",
+                  "(orchestrator/suite/model.py GradingRules).", "[grading]",
                   *(f"{key} = {_value(value)}" for key, value in grading.items())]
     if runtime is not None:
         lines += ["", "# The container runtime of the arms (runc unless declared).", "[runtime]"]

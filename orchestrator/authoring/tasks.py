@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator import corpus, toml_text, truth_rules
+from orchestrator import corpus
 from orchestrator import suite as suite_mod
+from orchestrator.authoring import toml_text
 from orchestrator.authoring._common import bad as _bad
 from orchestrator.authoring.declared import (Declared, read_declared, task_tables, unreachable,
                                              unreachable_fix)
@@ -27,6 +28,8 @@ from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_bytes, atomic_write_text
 from orchestrator.kinds import INPUT_KEY
 from orchestrator.settings import Settings
+from orchestrator.truth import rules as truth_rules
+from orchestrator.truth import sources as truth_sources
 from orchestrator.untrusted.text import markdown_cell, markdown_code_span
 
 
@@ -60,7 +63,7 @@ class _Context:
         if mirror is not None and mirror.commit(sha) is None:
             raise _bad("--mirror", f"the corpus's mirror, holding its pin {sha}",
                        str(mirror.path))
-        self.sources = truth_rules.Sources(checkout)
+        self.sources = truth_sources.Sources(checkout)
         self.at_pin = set(self.sources.tracked(self.ext))
 
     def bad(self, record: Record, key: str, expected: str, found: object,
@@ -164,7 +167,7 @@ def _tasks_of(ctx: _Context, record: Record) -> list[Made]:
     if {"locate", "e2e-retrieval"} & set(record.kinds):
         kept, _, said = _fix_truth(ctx, record, shas)
         files = [p for p, _ in kept]
-        tests = [p for p in files if truth_rules.is_test(p)]
+        tests = [p for p in files if truth_sources.is_test(p)]
         if ctx.declared.test_files == "exclude":
             files = [p for p in files if p not in tests]
             said += (f" Test files left out (the suite's test_files = \"exclude\"): "
@@ -178,11 +181,11 @@ def _tasks_of(ctx: _Context, record: Record) -> list[Made]:
                              else ""), record.fix)
         assert record.ticket is not None and record.e2e_ticket is not None
         if "locate" in record.kinds:
-            primary = next((p for p in files if not truth_rules.is_test(p)), None)
+            primary = next((p for p in files if not truth_sources.is_test(p)), None)
             if primary is None:
                 raise ctx.bad(record, "fix", "fix commits touching a file that is not a "
                               "test file (the primary fix file)", record.fix)
-            types = truth_rules.declared_types(ctx.pristine / primary) if ctx.ext == "cs" \
+            types = truth_sources.declared_types(ctx.pristine / primary) if ctx.ext == "cs" \
                 else []
             add("locate", _origin(ctx, record, "locate") + " " + said
                 + f" So primary = {primary}; touched = the other {len(files) - 1}; types = "

@@ -58,7 +58,7 @@ def compare(run_dir: Path = run_dir_argument("A scored run directory."),
 
 
 rule_app = typer.Typer(cls=Group, no_args_is_help=True,
-                       help="The mechanical text truth rules (orchestrator/truth_rules.py), "
+                       help="The mechanical text truth rules (orchestrator/truth/rules.py), "
                             "on a pristine corpus and its mirror; text_truth.py's output, or "
                             "JSON.")
 app.add_typer(rule_app, name="rule")
@@ -88,7 +88,7 @@ def rule_fix(mirror: Path = Mirror,
              as_json: bool = Json) -> None:
     """The files the fix commits changed, most changed lines first (and, in JSON, the
     primary fix file: the first that is not a test file)."""
-    from orchestrator import truth_rules
+    from orchestrator.truth import rules as truth_rules
     from orchestrator.corpus import foreign
     with foreign.opened(mirror, "MIRROR") as repo:
         rows = truth_rules.fix_files(repo, shas, ext)
@@ -105,10 +105,11 @@ def rule_refs(pristine: Path = Pristine,
               as_json: bool = Json) -> None:
     """core: the files naming NAME in code; admissible: naming it only in comments or
     strings."""
-    from orchestrator import truth_rules
+    from orchestrator.truth import rules as truth_rules
+    from orchestrator.truth import sources as truth_sources
     from orchestrator.corpus import foreign
     with foreign.opened(pristine, "PRISTINE") as checkout:
-        result = truth_rules.refs(truth_rules.Sources(checkout), symbol, ext, rule)
+        result = truth_rules.refs(truth_sources.Sources(checkout), symbol, ext, rule)
     _print(as_json, result.to_json(), truth_rules.refs_lines(result))
 
 
@@ -123,14 +124,15 @@ def rule_impact(pristine: Path = Pristine,
                 as_json: bool = Json) -> None:
     """graded: the fix's files beyond SEED, unioned with every file naming in code a type
     SEED declares (one hop, dependents only)."""
-    from orchestrator import truth_rules
+    from orchestrator.truth import rules as truth_rules
+    from orchestrator.truth import sources as truth_sources
     from orchestrator.corpus import foreign
     if bool(fixes) != (mirror is not None):
         raise InputError.bad_value("the command line", "--mirror/--fix", "both (a fix in a "
                                    "mirror) or neither", {"mirror": mirror, "fix": fixes})
     with foreign.opened(pristine, "PRISTINE") as checkout, \
             foreign.opened_if(mirror, "--mirror") as repo:
-        result = truth_rules.impact(truth_rules.Sources(checkout), seed, repo, fixes)
+        result = truth_rules.impact(truth_sources.Sources(checkout), seed, repo, fixes)
     _print(as_json, result.to_json(), truth_rules.impact_lines(result))
 
 
@@ -147,9 +149,10 @@ def rule_declares(pristine: Path = Pristine,
                   as_json: bool = Json) -> None:
     """The non-test files whose code declares what TERM names (a published task whose
     question is a search term); in path order, the first is a locate task's primary."""
-    from orchestrator import truth_rules
+    from orchestrator.truth import rules as truth_rules
+    from orchestrator.truth import sources as truth_sources
     from orchestrator.corpus import foreign
     with foreign.opened(pristine, "PRISTINE") as checkout:
-        result = truth_rules.declarations(truth_rules.Sources(checkout), term, what, ext,
+        result = truth_rules.declarations(truth_sources.Sources(checkout), term, what, ext,
                                           ignore_case)
     _print(as_json, result.to_json(), truth_rules.declarations_lines(result))

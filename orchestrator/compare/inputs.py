@@ -29,7 +29,7 @@ from orchestrator.fsutil import read_json, read_toml
 from orchestrator.report.scores import load_scores
 from orchestrator.run_document import RunDoc
 from orchestrator.score.scorer import SCORES_NAME
-from orchestrator.suite_model import (COMPARABLE_KEY, COMPARABLE_SHAPE, MANIFEST,
+from orchestrator.suite.model import (COMPARABLE_KEY, COMPARABLE_SHAPE, MANIFEST,
                                       comparable_seals)
 from orchestrator.untrusted import limits
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property, partial
 from itertools import accumulate
 
-from orchestrator.truth_lexing import nested_comment_end
+from orchestrator.truth.rust import nested_comment_end
 
 _IDENT = re.compile(r"(?:r#)?[A-Za-z_][A-Za-z0-9_]*")
 _OPEN = {"(": ")", "[": "]", "{": "}"}

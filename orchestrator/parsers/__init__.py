@@ -5,7 +5,7 @@ tool-info modules): the parser named `code-review-graph` is `code_review_graph.p
 `PARSER` is registered in `PARSERS` under that name when this package is imported. An arm names
 its parser in its TOML. This module is the shared core every parser uses (the rows, the
 errors, the decoding helpers) and the registry; a suite's seal covers it, and the modules of
-only the parsers its arms name (`orchestrator/suite.py`), so adding or fixing one tool's
+only the parsers its arms name (`orchestrator/suite/sealing.py`), so adding or fixing one tool's
 parser leaves the seals of suites without that tool intact.
 
 A parser reads the verbatim stdout and stderr of one task's invocation and returns

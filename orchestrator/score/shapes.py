@@ -1,5 +1,5 @@
 """The output shapes a task's own command may declare ([commands.ARM] of a task file, see
-orchestrator/suite.py): what the scorer parses of a cell's stdout, and how its calls count.
+orchestrator/suite/): what the scorer parses of a cell's stdout, and how its calls count.
 
 - **Sections.** A multi-call command that prints each call's output, separated by a line equal
   to a declared separator, has its answer in one section ("last" or a 1-based number); only

@@ -1,7 +1,7 @@
 """The mechanical truth rules of the C# and TypeScript suites, run on the pristine corpus (the
 pin) and the corpus's bare mirror (the fix commits after it). Every task file of suites/csharp
 and suites/csharp-held-out quotes the rule it used and the command that printed its sets;
-rerunning the command prints the same sets. The rules live in orchestrator/truth_rules.py (its
+rerunning the command prints the same sets. The rules live in orchestrator/truth/rules.py (its
 docstring states them; `sandbench truth rule fix|refs|impact ... --json` prints them as JSON);
 this script is their original command line, kept so that every quoted command still runs.
 
@@ -29,12 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout's orchestrator
 
-from orchestrator.truth_rules import (  # noqa: E402
-    code_and_rest,
-    declared_types,
-    main,
-    ts_code_and_rest,
-)
+from orchestrator.truth.csharp import code_and_rest  # noqa: E402
+from orchestrator.truth.rules import main  # noqa: E402
+from orchestrator.truth.sources import declared_types  # noqa: E402
+from orchestrator.truth.typescript import code_and_rest as ts_code_and_rest  # noqa: E402
 
 __all__ = ["code_and_rest", "declared_types", "main", "ts_code_and_rest"]
 

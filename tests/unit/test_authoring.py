@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from orchestrator import suite, toml_text, truth_rules
+from orchestrator import suite
+from orchestrator.authoring import toml_text
+from orchestrator.truth import rules as truth_rules
+from orchestrator.truth import sources as truth_sources
 from orchestrator.cli import app
 from orchestrator.corpus import foreign
 from orchestrator.corpus.git import clean_git
@@ -436,11 +439,11 @@ def test_a_source_file_above_the_bound_is_refused(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     big = tmp_path / "Big.cs"
     big.write_text("class Big { }\n" * 10)
-    monkeypatch.setattr(truth_rules, "MAX_SOURCE_BYTES", 20)
+    monkeypatch.setattr(truth_sources, "MAX_SOURCE_BYTES", 20)
     with pytest.raises(Exception, match="larger than 20 bytes"):
-        truth_rules.read_source(big)
-    monkeypatch.setattr(truth_rules, "MAX_SOURCE_BYTES", 1000)
-    assert truth_rules.declared_types(big) == ["Big"]
+        truth_sources.read_source(big)
+    monkeypatch.setattr(truth_sources, "MAX_SOURCE_BYTES", 1000)
+    assert truth_sources.declared_types(big) == ["Big"]
 
 
 @pytest.mark.parametrize(("path", "test"), [
@@ -449,7 +452,7 @@ def test_a_source_file_above_the_bound_is_refused(tmp_path: Path,
     ("src/Latest.cs", False), ("src/Spectre.cs", False), ("src/attest/A.cs", False),
     ("src/MassTransit/JobService/JobStateMachine.cs", False)])
 def test_what_counts_as_a_test_file(path: str, test: bool) -> None:
-    assert truth_rules.is_test(path) is test
+    assert truth_sources.is_test(path) is test
 
 
 @pytest.mark.parametrize("value", ['a"b', 'x"""y', '""""""""', 'end"', "tab\there\nback\\slash",
@@ -473,7 +476,7 @@ def test_the_word_index_finds_what_the_word_search_finds(tmp_path: Path) -> None
                                  ("cs", ["Money_"], ["d.cs"]), ("ts", ["money"], ["e.ts"]),
                                  ("ts", ["$money"], [])]:  # \b before $ needs a word char
             with foreign.opened(tmp_path, "PRISTINE") as checkout:
-                sources = truth_rules.Sources(checkout)
+                sources = truth_sources.Sources(checkout)
                 assert sources.naming(names, ext) == want  # the scan
                 assert sources.naming(names, ext) == want  # the index (or the scan for $-names)
 
@@ -489,7 +492,7 @@ def test_refs_reads_rust_sources_with_their_own_lexer(tmp_path: Path) -> None:
         git.run("init", "-q", cwd=tmp_path)
         _commit(git, tmp_path, files, "rust")
     with foreign.opened(tmp_path, "PRISTINE") as checkout:
-        refs = truth_rules.refs(truth_rules.Sources(checkout), "StockLevel", "rs")
+        refs = truth_rules.refs(truth_sources.Sources(checkout), "StockLevel", "rs")
     assert (refs.core, refs.admissible, refs.declaring) == (
         ["src/level.rs", "src/use.rs"], ["src/doc.rs"], ["src/level.rs"])
 
@@ -524,7 +527,7 @@ def test_the_declares_rule_finds_the_non_test_files_declaring_the_term(tmp_path:
         git.run("init", "-q", cwd=tmp_path)
         _commit(git, tmp_path, files, "declares")
     with foreign.opened(tmp_path, "PRISTINE") as checkout:
-        sources = truth_rules.Sources(checkout)
+        sources = truth_sources.Sources(checkout)
         member = truth_rules.declarations(sources, "urn:message:", "member")
         assert member.files == ["src/Urn.cs"]
         assert member.to_json()["primary"] == "src/Urn.cs"

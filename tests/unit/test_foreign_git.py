@@ -305,7 +305,7 @@ RUNS_GIT = {
     "orchestrator/corpus/copies.py": "the pristine store's git dir",
     "orchestrator/line_index.py": "the pristine store's object store",
     "orchestrator/oracle/sources.py": "the pristine store",
-    "orchestrator/suite.py": "the pristine store (check_truth_at_pin)",
+    "orchestrator/suite/loading.py": "the pristine store (check_truth_at_pin)",
     "orchestrator/remote.py": "a fresh copy of the pristine on an engine's host, before any "
                               "container has it",
     "benchmarks/bounds_cost.py": "clones of this project's own checkout",

@@ -23,7 +23,7 @@ from orchestrator.predictions.model import (PREDICTIONS, Prediction, SuiteFacts,
                                             parse_predictions)
 from orchestrator.report import html, markdown
 from orchestrator.score import score_run
-from orchestrator.suite_model import MANIFEST
+from orchestrator.suite.model import MANIFEST
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 SCORES = json.loads((GOLDEN / "demo-run" / "scores.json").read_text(encoding="utf-8"))

@@ -14,7 +14,7 @@ from orchestrator.errors import InputError
 from orchestrator.parsers import ParseError, Row
 from orchestrator.score.shapes import Shape, parse_output
 from orchestrator.score.cell import output_shape
-from orchestrator.sealing import sealed_inputs
+from orchestrator.suite.sealing import sealed_inputs
 from orchestrator.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.truth_declarations import declared_names
-from orchestrator.truth_lexing import code_and_rest, rs_code_and_rest, ts_code_and_rest
+from orchestrator.truth import csharp, rust, typescript
+from orchestrator.truth.languages import declared_names
 
 CSHARP = [
     ("plain class", "public class Money { }", ["Money"]),
@@ -87,18 +87,18 @@ RUST = [
 
 @pytest.mark.parametrize(("shape", "source", "names"), CSHARP, ids=[c[0] for c in CSHARP])
 def test_csharp_declaration_shapes(shape: str, source: str, names: list[str]) -> None:
-    assert declared_names(code_and_rest(source)[0], "cs") == names, shape
+    assert declared_names(csharp.code_and_rest(source)[0], "cs") == names, shape
 
 
 @pytest.mark.parametrize(("shape", "source", "names"), TYPESCRIPT,
                          ids=[c[0] for c in TYPESCRIPT])
 def test_typescript_declaration_shapes(shape: str, source: str, names: list[str]) -> None:
-    assert declared_names(ts_code_and_rest(source)[0], "ts") == names, shape
+    assert declared_names(typescript.code_and_rest(source)[0], "ts") == names, shape
 
 
 @pytest.mark.parametrize(("shape", "source", "names"), RUST, ids=[c[0] for c in RUST])
 def test_rust_declaration_shapes(shape: str, source: str, names: list[str]) -> None:
-    assert declared_names(rs_code_and_rest(source)[0], "rs") == names, shape
+    assert declared_names(rust.code_and_rest(source)[0], "rs") == names, shape
 
 
 RUST_SOURCE = """// Money in a comment
@@ -113,7 +113,7 @@ Money line2"; for r in x {}
 def test_rust_code_and_rest_split_every_occurrence() -> None:
     """Nested comments, escapes, raw, byte and multi-line strings are the rest; a lifetime's
     and a label's quote stay code, and positions stay put."""
-    code, rest = rs_code_and_rest(RUST_SOURCE)
+    code, rest = rust.code_and_rest(RUST_SOURCE)
     assert len(code) == len(rest) == len(RUST_SOURCE)
     assert code.count("\n") == rest.count("\n") == RUST_SOURCE.count("\n")
     assert code.count("Money") == 3  # the annotation, Money::new, the parameter's type
@@ -129,3 +129,21 @@ def test_a_long_line_of_delegates_is_read_in_linear_time() -> None:
     started = time.monotonic()
     assert declared_names("delegate " * 20_000, "cs") == []
     assert time.monotonic() - started < 1.0
+
+
+@pytest.mark.parametrize("source", ['x = $"{', 'x = $@"{', 'x = $$"""{', 'x = $"{a} {',
+                                    'x = "a\\', 'x = $"{a}\\'])
+def test_a_csharp_file_cut_off_inside_a_string_is_split_like_any_other(source: str) -> None:
+    """A C# source cut off just after a hole's `{` or an escape's backslash (a truncated or
+    generated file) is split like any other: not read forever, no IndexError. The lexer runs
+    in a thread given two seconds."""
+    import threading
+    result: list[tuple[str, str]] = []
+    worker = threading.Thread(target=lambda: result.append(csharp.code_and_rest(source)),
+                              daemon=True)
+    worker.start()
+    worker.join(2.0)
+    assert result, "the lexer did not return"
+    code, rest = result[0]
+    assert len(code) == len(rest) == len(source)
+    assert code.startswith("x = ") and "$" not in code

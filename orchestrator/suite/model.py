@@ -1,7 +1,7 @@
 """The suite model: what a suite and its tasks declare once loaded (`Suite`, `Task`, a task's
 own commands, grading rules and published figures, the oracle it names) and the keys and
-choices their files may hold. Loading and checking the files is `orchestrator/suite.py`'s;
-sealing them is `orchestrator/sealing.py`'s."""
+choices their files may hold. Loading and checking the files is `loading.py`'s and
+`task_file.py`'s; sealing them is `sealing.py`'s."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def comparable_seals(value: Any) -> tuple[str, ...] | None:
 
 
 # Optional: the mechanical rule `sandbench suite add-tasks` computes a task's truth by (the rules
-# of orchestrator/truth_rules.py); a suite whose truth was written by hand declares none.
+# of orchestrator/truth/rules.py); a suite whose truth was written by hand declares none.
 TRUTH_RULES = ("text-v1", "text-v1-declaring-admissible")
 # Optional: whether the truth of locate and e2e-retrieval keeps the test files the fix touched
 # (include, the default and every suite's before the choice) or leaves them out.
@@ -244,7 +244,7 @@ class Suite:
     families_not_attempted: dict[str, tuple[str, str]] = field(default_factory=dict)
     truth_rule: str | None = None  # None: the suite's truth was not computed by a declared rule
     test_files: str = TEST_FILES[0]  # locate/e2e-retrieval truth: test files included or not
-    # The version of the rules that made its truth (orchestrator/truth_rules.VERSION); None:
+    # The version of the rules that made its truth (orchestrator/truth/rules.py VERSION); None:
     # not recorded (a suite made before rules had versions, or whose truth is by hand).
     truth_rule_version: int | None = None
     grading: GradingRules = GradingRules()

@@ -1,7 +1,9 @@
 """One task file, `suites/NAME/tasks/*.toml`, read and checked: its kind, input and truth, its
 own `[grading]` rules, the commands it gives its arms and the figures a publication reported
-(`[published.ARM]`); and the suite's `[grading]` rules, which a task's may override. Every
-error names the file and the key, the expected and the found value."""
+(`[published.ARM]`); and the suite's `[grading]` rules, which a task's may override. The file
+is checked against orchestrator/schemas/task.schema.json first (its keys, by kind, and their
+types), then here for what a schema cannot say. Every error names the file and the key, the
+expected and the found value."""
 
 from __future__ import annotations
 
@@ -10,24 +12,19 @@ from typing import Any
 
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
-from orchestrator.kinds import ALL_KINDS, COMMON_PLACEHOLDERS, EDGE_KINDS, INPUT_KEY, PLACEHOLDER
+from orchestrator.kinds import COMMON_PLACEHOLDERS, EDGE_KINDS, INPUT_KEY, PLACEHOLDER
 from orchestrator.parsers import PARSERS
-from orchestrator.shared_checks import number, repo_path
-from orchestrator.suite_model import (
-    COMMAND_KEYS, COMMAND_OUTPUTS, DECIMAL, GRADING_CHOICES, GRADING_KEYS, GradingRules,
-    LANGUAGES, OPTIONAL_TASK_KEYS, PUBLISHED_KEYS, PUBLISHED_OPTIONAL_KEYS, Published,
-    SCRIPT_PLACEHOLDER, TASK_ID, TASK_KEYS, TRUTH_KEYS, Task, TaskCommand, VERDICT_NAMES)
+from orchestrator.shared_checks import check_schema, number, repo_path
+from orchestrator.suite.model import (
+    COMMAND_OUTPUTS, DECIMAL, GRADING_CHOICES, GRADING_KEYS, SCRIPT_PLACEHOLDER, TASK_ID,
+    GradingRules, Published, Task, TaskCommand)
+
+# What a task file may hold, checked before anything is read from it.
+SCHEMA = "task.schema.json"
+
 
 def bad(path: Path, key: str, expected: str, found: Any) -> InputError:
     return InputError.bad_value(path, key, expected, found)
-
-
-def str_list(path: Path, key: str, value: Any, allow_empty: bool) -> list[str]:
-    if (not isinstance(value, list) or not all(isinstance(v, str) and v for v in value)
-            or (not allow_empty and not value)):
-        raise bad(path, key, "a list of repo-relative paths" + ("" if allow_empty else
-                   " (non-empty: an empty truth set satisfies every band vacuously)"), value)
-    return [repo_path(path, key, v) for v in value]
 
 
 def grading(path: Path, table: Any) -> dict[str, Any]:
@@ -73,38 +70,18 @@ def _digits(path: Path, key: str, value: Any) -> tuple[float, int]:
 
 
 def _published(path: Path, table: Any) -> dict[str, Published]:
-    """[published.ARM] tables: the figures a publication reported for that arm's cell."""
-    if not isinstance(table, dict):
-        raise bad(path, "published", "a table per arm", table)
+    """[published.ARM] tables: the figures a publication reported for that arm's cell (their
+    keys and types checked by the schema)."""
     out = {}
-    allowed = PUBLISHED_KEYS | PUBLISHED_OPTIONAL_KEYS
     for arm, entry in table.items():
         at = f"published.{arm}"
-        if not isinstance(entry, dict):
-            raise bad(path, at, f"a table with {sorted(PUBLISHED_KEYS)}", entry)
-        if missing := sorted(PUBLISHED_KEYS - set(entry)):
-            raise bad(path, f"{at}.{missing[0]}", "present", None)
-        if unknown := sorted(set(entry) - allowed):
-            raise bad(path, f"{at}.{unknown[0]}", f"one of {sorted(allowed)}", unknown[0])
-        if not isinstance(entry["source"], str) or not entry["source"].strip():
-            raise bad(path, f"{at}.source", "a non-empty string naming the publication",
-                       entry["source"])
-        for key in ("lines", "bytes") if "lines" in entry else ("bytes",):
-            number(path, f"{at}.{key}", entry[key], "a whole number, 0 or more", integer=True,
-                   minimum=0)
         prefix = entry["path_prefix"]
-        if not isinstance(prefix, str) or (prefix and (
-                not prefix.endswith("/") or any(c in prefix for c in "\n\r"))):
+        if prefix and (not prefix.endswith("/") or any(c in prefix for c in "\n\r")):
             raise bad(path, f"{at}.path_prefix", "the prefix its paths had, ending in '/' "
                        "(or empty)", prefix)
-        if "grade" in entry and entry["grade"] not in VERDICT_NAMES:
-            raise bad(path, f"{at}.grade", f"one of {list(VERDICT_NAMES)}", entry["grade"])
         recall = _digits(path, f"{at}.recall", entry["recall"]) if "recall" in entry else None
         precision = (_digits(path, f"{at}.precision", entry["precision"])
                      if "precision" in entry else None)
-        if "graded" in entry:
-            number(path, f"{at}.graded", entry["graded"], "a whole number, 0 or more",
-                   integer=True, minimum=0)
         out[arm] = Published(
             arm=arm, source=entry["source"], lines=entry.get("lines"), bytes=entry["bytes"],
             path_prefix=prefix, grade=entry.get("grade"),
@@ -120,53 +97,23 @@ def _published(path: Path, table: Any) -> dict[str, Published]:
 def _text(path: Path, key: str, entry: dict[str, Any]) -> str | None:
     """An optional one-line string of a [published.ARM] table (its last key part)."""
     value = entry.get(key.rpartition(".")[2])
-    if value is not None and (not isinstance(value, str) or not value.strip()
-                              or "\n" in value):
+    if value is not None and "\n" in value:
         raise bad(path, key, "a non-empty one-line string", value)
     return value
 
 
 def load_task(path: Path) -> Task:
-    data = read_toml(path)
-    if unknown := sorted(set(data) - TASK_KEYS - OPTIONAL_TASK_KEYS):
-        raise bad(path, unknown[0], f"one of {sorted(TASK_KEYS | OPTIONAL_TASK_KEYS)}",
-                   unknown[0])
-    for key in ("id", "kind", "language", "explanation"):
-        if not isinstance(data.get(key), str) or not data[key].strip():
-            raise bad(path, key, "a non-empty string", data.get(key))
+    data = check_schema(path, read_toml(path), SCHEMA)
     if data["id"] != path.stem or not TASK_ID.match(data["id"]):
         raise bad(path, "id", f"{path.stem!r} (the file name, [a-z0-9-])", data["id"])
     kind = data["kind"]
-    if kind not in ALL_KINDS:
-        raise bad(path, "kind", f"one of {list(ALL_KINDS)}", kind)
-    if data["language"] not in LANGUAGES:
-        raise bad(path, "language", f"one of {sorted(LANGUAGES)}", data["language"])
-    inputs = data.get("input")
-    want = INPUT_KEY[kind]
-    if not isinstance(inputs, dict) or set(inputs) != {want}:
-        raise bad(path, "input", f"a table with exactly {want!r} for a {kind} task", inputs)
-    if not isinstance(inputs[want], str) or not inputs[want].strip():
-        raise bad(path, f"input.{want}", "a non-empty string", inputs[want])
-    truth = data.get("truth")
-    required, optional = TRUTH_KEYS[kind]
-    if not isinstance(truth, dict):
-        raise bad(path, "truth", "a table", truth)
-    if missing := sorted(required - set(truth)):
-        raise bad(path, f"truth.{missing[0]}", "present", None)
-    if unknown := sorted(set(truth) - required - optional):
-        raise bad(path, f"truth.{unknown[0]}", f"one of {sorted(required | optional)}",
-                   unknown[0])
+    inputs, truth = data["input"], data["truth"]
     for key, value in truth.items():
-        if key == "rule":
-            if not isinstance(value, str) or not value.strip():
-                raise bad(path, "truth.rule", "a non-empty string stating the rule", value)
-        elif key == "primary":
+        if key == "primary":
             repo_path(path, "truth.primary", value)
-        elif key == "types":
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise bad(path, "truth.types", "a list of type names", value)
-        else:
-            str_list(path, f"truth.{key}", value, allow_empty=key in optional)
+        elif key not in ("types", "rule"):
+            for item in value:
+                repo_path(path, f"truth.{key}", item)
     if kind == "impact":
         repo_path(path, "input.seed", inputs["seed"])
     if kind == "impact" and inputs["seed"] in truth["graded"]:
@@ -180,8 +127,6 @@ def load_task(path: Path) -> Task:
 
 def _commands(path: Path, kind: str, table: Any) -> dict[str, TaskCommand]:
     """[commands.ARM] tables: each checked whole (which arms exist is the suite's to check)."""
-    if not isinstance(table, dict):
-        raise bad(path, "commands", "a table of [commands.ARM] tables", table)
     if table and kind in EDGE_KINDS:
         raise bad(path, "commands", f"absent: a {kind} task is graded on the edges an arm's "
                    "own parser reads, not on a command's rows", sorted(table))
@@ -190,19 +135,10 @@ def _commands(path: Path, kind: str, table: Any) -> dict[str, TaskCommand]:
 
 
 def _command(path: Path, key: str, spec: Any, allowed: set[str]) -> TaskCommand:
-    if not isinstance(spec, dict):
-        raise bad(path, key, "a table with argv or script", spec)
-    if unknown := sorted(set(spec) - COMMAND_KEYS):
-        raise bad(path, f"{key}.{unknown[0]}", f"one of {sorted(COMMAND_KEYS)}", unknown[0])
     if ("argv" in spec) == ("script" in spec):
         raise bad(path, key, "exactly one of argv (a list) and script (sh text)",
                    sorted(k for k in ("argv", "script") if k in spec))
     argv, script = spec.get("argv"), spec.get("script")
-    if argv is not None and (not isinstance(argv, list) or not argv or not all(
-            isinstance(part, str) for part in argv) or not argv[0]):
-        raise bad(path, f"{key}.argv", "a non-empty list of strings, the program first", argv)
-    if script is not None and (not isinstance(script, str) or not script.strip()):
-        raise bad(path, f"{key}.script", "non-empty sh text", script)
     pattern = PLACEHOLDER if argv is not None else SCRIPT_PLACEHOLDER
     for text in argv or [script]:
         for name in pattern.findall(text):
@@ -214,8 +150,7 @@ def _command(path: Path, key: str, spec: Any, allowed: set[str]) -> TaskCommand:
         raise bad(path, f"{key}.output", f"one of {list(COMMAND_OUTPUTS)} or a parser's name "
                    f"({', '.join(sorted(PARSERS))})", output)
     sections = spec.get("sections")
-    if sections is not None and (not isinstance(sections, str) or not sections.strip()
-                                 or "\n" in sections or "\r" in sections):
+    if sections is not None and (not sections.strip() or "\n" in sections or "\r" in sections):
         raise bad(path, f"{key}.sections", "the separator line (non-empty, one line)", sections)
     answer = spec.get("answer_section", "last")
     if "answer_section" in spec and sections is None:

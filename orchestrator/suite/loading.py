@@ -1,10 +1,12 @@
-"""Sealed task suites: tasks with their truth, a preregistration, and a manifest that hashes
-every input before any arm runs, so a number can be traced to exactly what produced it.
+"""Loading a suite: `suites/NAME/suite.toml`, checked against
+orchestrator/schemas/suite.schema.json and then for what a schema cannot say (the name is the
+folder's, the baseline and the tool under test are among the arms, the corpus and the arms
+exist in the project, the edge tasks have their oracle and bands), with its task files.
 
 `suites/NAME/suite.toml` declares the corpus, the arms, the baseline, the tool under test, the
 reps, the time limit and the choices the methodology leaves open (the impact precision cap,
 where ranked answers are cut, the bands, and in `[grading]` the grading rules).
-`suites/NAME/tasks/*.toml` holds one task each (read by orchestrator/task_files.py): it may
+`suites/NAME/tasks/*.toml` holds one task each (read by task_file.py): it may
 override the suite's grading rules in its own `[grading]` and carry, per arm, the figures a
 publication reported (`[published.ARM]`).
 """
@@ -21,36 +23,17 @@ from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
 from orchestrator.kinds import EDGE_KINDS
 from orchestrator.predictions.model import SuiteFacts, load_predictions
-from orchestrator.shared_checks import number, repo_path
+from orchestrator.shared_checks import check_schema, number, repo_path
 from orchestrator.untrusted.strings import portable_bytes
-from orchestrator.suite_model import (
-    BAND_KEYS, COMMAND_KEYS, COMMAND_OUTPUTS, CORPUS_ROOT, DECIMAL, EDGE_BAND_KEYS,
-    FAMILIES, GRADING_CHOICES, GRADING_KEYS, GradingRules, LANGUAGES, MANIFEST,
-    OPTIONAL_SUITE_KEYS, OPTIONAL_TASK_KEYS, ORACLE_KEYS, ORACLE_OPTIONAL_KEYS, OracleRef,
-    PARSERS_PACKAGE, PREREGISTRATION, PUBLISHED_KEYS, PUBLISHED_OPTIONAL_KEYS, RECORDS_DIR,
-    Published, SCORER_ENTRY, SCRIPT_PLACEHOLDER, SCRIPT_PRELUDE, SUITE_KEYS, Suite, TASK_ID,
-    TASK_KEYS, TEST_FILES, TRUTH_DIR, TRUTH_KEYS, TRUTH_RULES, Task, TaskCommand, VERDICT_NAMES)
-from orchestrator.suite_model import COMPARABLE_KEY, COMPARABLE_SHAPE, comparable_seals
-from orchestrator.task_files import bad as _bad
-from orchestrator.task_files import check_rules, grading, load_task
-from orchestrator.sealing import (
-    SealDifference, corpus_pin, every_scorer_source, manifest_sha256, parser_module,
-    scorer_sources, seal, sealed_inputs, verify_seal)
+from orchestrator.suite.model import (
+    COMPARABLE_KEY, COMPARABLE_SHAPE, EDGE_BAND_KEYS, FAMILIES, GRADING_KEYS,
+    ORACLE_KEYS, ORACLE_OPTIONAL_KEYS, TEST_FILES, TRUTH_RULES,
+    GradingRules, OracleRef, Suite, Task, comparable_seals)
+from orchestrator.suite.task_file import bad as _bad
+from orchestrator.suite.task_file import check_rules, grading, load_task
 
-# The model, one task file's reading and the seal live in modules of their own; callers reach
-# them here too.
-__all__ = [
-    "BAND_KEYS", "COMMAND_KEYS", "COMMAND_OUTPUTS", "CORPUS_ROOT", "DECIMAL",
-    "EDGE_BAND_KEYS", "FAMILIES", "GRADING_CHOICES", "GRADING_KEYS", "GradingRules",
-    "LANGUAGES", "MANIFEST", "OPTIONAL_SUITE_KEYS", "OPTIONAL_TASK_KEYS", "ORACLE_KEYS",
-    "ORACLE_OPTIONAL_KEYS", "OracleRef", "PARSERS_PACKAGE", "PREREGISTRATION",
-    "PUBLISHED_KEYS", "PUBLISHED_OPTIONAL_KEYS", "Published", "RECORDS_DIR", "SCORER_ENTRY",
-    "SCRIPT_PLACEHOLDER", "SCRIPT_PRELUDE", "SUITE_KEYS", "SealDifference", "Suite",
-    "TASK_ID", "TASK_KEYS", "TEST_FILES", "TRUTH_DIR", "TRUTH_KEYS", "TRUTH_RULES", "Task",
-    "TaskCommand", "VERDICT_NAMES", "check_rules", "check_truth_at_pin", "corpus_pin",
-    "every_scorer_source", "grading", "known_suites", "load_suite", "load_task",
-    "manifest_sha256", "parser_module", "scorer_sources", "seal", "sealed_inputs",
-    "truth_rule", "truth_rule_version", "verify_seal"]
+# What suite.toml may hold, checked before anything is read from it.
+SCHEMA = "suite.schema.json"
 
 
 def known_suites(suites_dir: Path) -> list[str]:
@@ -65,18 +48,10 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
         known = known_suites(suites_dir)
         raise InputError(f"unknown suite {name!r}", fix=f"known suites: {', '.join(known)}")
     path = folder / "suite.toml"
-    data = read_toml(path)
-    if unknown := sorted(set(data) - SUITE_KEYS - OPTIONAL_SUITE_KEYS):
-        raise _bad(path, unknown[0], f"one of {sorted(SUITE_KEYS | OPTIONAL_SUITE_KEYS)}",
-                   unknown[0])
-    if missing := sorted(SUITE_KEYS - set(data)):
-        raise _bad(path, missing[0], "present", None)
-    number(path, "version", data["version"], "1", integer=True, minimum=1, maximum=1)
+    data = check_schema(path, read_toml(path), SCHEMA)
     if data["name"] != name:
         raise _bad(path, "name", repr(name), data["name"])
     arms = data["arms"]
-    if not isinstance(arms, list) or not arms or not all(isinstance(a, str) for a in arms):
-        raise _bad(path, "arms", "a non-empty list of arm names", arms)
     if twice := sorted({a for a in arms if arms.count(a) > 1}):
         raise _bad(path, "arms", "each arm listed once", twice[0])
     if data["baseline"] not in arms:
@@ -87,24 +62,7 @@ def load_suite(suites_dir: Path, name: str) -> Suite:
                    f"baseline {data['baseline']!r}", tool)
     if COMPARABLE_KEY in data and comparable_seals(data[COMPARABLE_KEY]) is None:
         raise _bad(path, COMPARABLE_KEY, COMPARABLE_SHAPE, data[COMPARABLE_KEY])
-    for key in ("reps", "precision_cap", "top_k"):
-        number(path, key, data[key], "a positive integer", integer=True, minimum=1)
-    number(path, "timeout_s", data["timeout_s"], "a positive number of seconds", minimum=0,
-           exclusive_minimum=True)
     bands = data["bands"]
-    if not isinstance(bands, dict) or not BAND_KEYS <= set(bands) <= BAND_KEYS | EDGE_BAND_KEYS:
-        raise _bad(path, "bands", f"a table of numbers with exactly {sorted(BAND_KEYS)} (and "
-                   f"{sorted(EDGE_BAND_KEYS)} for edge tasks)", bands)
-    for key, value in bands.items():
-        if key == "references_correct_max_outside":
-            number(path, f"bands.{key}", value, "a whole number of files, 0 or more",
-                   integer=True, minimum=0)
-        else:
-            number(path, f"bands.{key}", value, "a fraction from 0 to 1", minimum=0, maximum=1)
-    if not isinstance(data["corpus"], str):
-        raise _bad(path, "corpus", "the id of a corpus in corpus.lock", data["corpus"])
-    if data.get("test_files", TEST_FILES[0]) not in TEST_FILES:
-        raise _bad(path, "test_files", " or ".join(TEST_FILES), data["test_files"])
     _check_project(path, suites_dir.parent, data["corpus"], arms)
     oracle = oracle_ref(path, data.get("oracle"))
     declared = grading(path, data.get("grading", {}))

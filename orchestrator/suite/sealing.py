@@ -15,9 +15,8 @@ from orchestrator.errors import InputError
 from orchestrator.predictions.model import PREDICTIONS
 from orchestrator.fsutil import atomic_write_json, read_json, read_toml, sha256_file
 from orchestrator.settings import Settings
-from orchestrator.suite_model import (COMMAND_OUTPUTS, MANIFEST, PARSERS_PACKAGE, PREREGISTRATION,
-                                      RECORDS_DIR,
-                                      SCORER_ENTRY, Suite)
+from orchestrator.suite.model import (COMMAND_OUTPUTS, MANIFEST, PARSERS_PACKAGE,
+                                      PREREGISTRATION, RECORDS_DIR, SCORER_ENTRY, Suite)
 
 
 def _is_tool_parser(module: str) -> bool:
