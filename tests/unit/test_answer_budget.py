@@ -19,7 +19,7 @@ from test_parsers import FIXTURES, fixture
 from test_score_fixtures import Arm, Cell, RunBuilder, rg_rows
 
 from orchestrator import parsers
-from orchestrator.parsers import _shapes
+from orchestrator.score import shapes
 from orchestrator.report.markdown import render_markdown
 from orchestrator.score import compute, edges, listed, published, score_run
 from orchestrator.untrusted import decode, limits
@@ -98,14 +98,14 @@ def test_lines_that_are_no_rows_count_against_the_line_budget(
 
 
 def test_a_file_list_is_read_to_the_budgets(monkeypatch: pytest.MonkeyPatch) -> None:
-    shape = _shapes.Shape(output=_shapes.FILE_LIST)
+    shape = shapes.Shape(output=shapes.FILE_LIST)
     out = b"src/a.cs\nsrc/b.cs\nsrc/c.cs\n"
     monkeypatch.setattr(limits, "ANSWER_MAX_ROWS", 3)
     rg = parsers.PARSERS["rg"]
-    assert len(_shapes.parse_output(rg, out, b"", "references", shape).rows) == 3
+    assert len(shapes.parse_output(rg, out, b"", "references", shape).rows) == 3
     monkeypatch.setattr(limits, "ANSWER_MAX_ROWS", 2)
     with pytest.raises(HostileInput, match="too-many-rows"):
-        _shapes.parse_output(rg, out, b"", "references", shape)
+        shapes.parse_output(rg, out, b"", "references", shape)
 
 
 def test_json_past_the_item_budget_is_refused_before_it_is_decoded(
