@@ -21,7 +21,7 @@ from orchestrator.settings import Settings, load_settings
 from orchestrator.untrusted.text import terminal
 
 if TYPE_CHECKING:
-    from orchestrator.guards import GuardResult
+    from orchestrator.isolation.policy import GuardResult
 
 BenchRoot = typer.Option(None, "--bench-root", envvar="SANDBENCH_ROOT", metavar="DIR",
                          help="Where corpora, the image lock and runs live (default ./bench).")

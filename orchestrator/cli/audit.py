@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from orchestrator import guards
+from orchestrator.isolation import guards
 from orchestrator.cli._common import Json, emit_json, show_guards
 
 

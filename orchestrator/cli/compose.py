@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from orchestrator import compose as compose_mod
+from orchestrator.exports import compose as compose_mod
 from orchestrator.cli._common import BenchRoot, SuiteName, settings
 from orchestrator.cli._help import Command, Group
 

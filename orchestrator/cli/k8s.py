@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from orchestrator import k8s as k8s_mod
+from orchestrator.exports import k8s as k8s_mod
 from orchestrator.cli._common import BenchRoot, Json, SuiteName, emit_json, settings
 from orchestrator.cli._help import Command, Group
 
