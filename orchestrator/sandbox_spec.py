@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from orchestrator import runtimes
 from orchestrator.isolation import folds
@@ -25,12 +25,22 @@ from orchestrator.isolation.values import DOCKER_EXEC as DOCKER_EXEC
 from orchestrator.isolation.values import EXEC_PATHS as EXEC_PATHS
 from orchestrator.isolation.values import RESIDENT, TOOL_USER
 
-if TYPE_CHECKING:  # the lock is only read here; importing it would pull in the engine
+if TYPE_CHECKING:  # the arm only arrives as an argument
     from orchestrator.arms import ArmSpec
-    from orchestrator.images import ImageLock
 
 # What every arm container gets: its corpus copy, its state and its output directory.
 ARM_MOUNTS = (("corpus", "/corpus"), ("state", "/state"), ("out", "/out"))
+
+
+class Lock(Protocol):
+    """What `for_arm` reads of the image lock (images.ImageLock, which the engine's client
+    comes with: a spec module imports neither, not even for its types)."""
+
+    images: dict[str, dict[str, Any]]
+
+    def helper(self) -> tuple[Path, str]: ...
+
+    def image_id(self, name: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -88,7 +98,7 @@ def arm_mounts(source: Callable[[str], Path], sizes: Mapping[str, int] | None = 
                  for name, target in ARM_MOUNTS)
 
 
-def for_arm(lock: ImageLock, arm: ArmSpec, run_id: str, work: Path, user: str,
+def for_arm(lock: Lock, arm: ArmSpec, run_id: str, work: Path, user: str,
             sizes: Mapping[str, int], exec_path: str = RESIDENT,
             volumes: Mapping[str, str] | None = None, helper_path: Path | None = None,
             runtime: str = runtimes.DEFAULT) -> SandboxSpec:
