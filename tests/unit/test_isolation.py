@@ -28,7 +28,7 @@ IMAGE_ENV = ["PATH=/usr/bin:/bin"]
 PER_COMMAND = {"timeout_s", "grace_s", "cap_bytes"}
 
 
-def _spec(tmp_path: Path, arm_name: str = "rg", exec_path: str = RESIDENT,
+def spec_of(tmp_path: Path, arm_name: str = "rg", exec_path: str = RESIDENT,
           runtime: str = runtimes.DEFAULT) -> SandboxSpec:
     arm = arms.load_arms(REPO / "arms", [arm_name])[0]
     lock = ImageLock(tmp_path / "images.lock", {
@@ -73,7 +73,7 @@ def test_a_setting_added_to_the_table_reaches_every_output(
     """Nothing downstream lists the settings again: one entry shows everywhere (create
     arguments, both guards, records, policy, compose, the Job and its drift, and sandbench's
     own containers)."""
-    spec = _spec(tmp_path, exec_path=DOCKER_EXEC)
+    spec = spec_of(tmp_path, exec_path=DOCKER_EXEC)
     pids = spec.limits.pids
     monkeypatch.setattr(table, "SETTINGS", (*table.SETTINGS, FAKE))
     assert spec.create_kwargs()["fake_create"] == pids
@@ -107,7 +107,7 @@ def test_a_setting_adds_items_to_the_jobs_lists(tmp_path: Path,
     listed = dataclasses.replace(FAKE, k8s=lambda s: {"volumes": [{"name": "fake"}],
                                                       "mounts": [{"name": "fake"}]})
     monkeypatch.setattr(table, "SETTINGS", (*table.SETTINGS, listed))
-    pod = _job(_spec(tmp_path))["spec"]["template"]["spec"]
+    pod = _job(spec_of(tmp_path))["spec"]["template"]["spec"]
     assert pod["volumes"][-2] == {"name": "fake"}  # before the pristine corpus's claim
     assert pod["containers"][0]["volumeMounts"][-1] == {"name": "fake"}
 
@@ -139,14 +139,14 @@ def test_a_key_two_settings_give_is_refused(tmp_path: Path,
     twin = dataclasses.replace(FAKE, name="twin", create=lambda s: {"pids_limit": 1})
     monkeypatch.setattr(table, "SETTINGS", (*table.SETTINGS, twin))
     with pytest.raises(ValueError, match="'twin' gives 'pids_limit' again"):
-        _spec(tmp_path).create_kwargs()
+        spec_of(tmp_path).create_kwargs()
 
 
 @pytest.mark.parametrize("limit", sorted(folds.record_limits(Limits())))
 def test_each_recorded_limit_reaches_every_output(tmp_path: Path, limit: str) -> None:
     """A limit the records state is what the engine is asked for, what the guards expect,
     and what the compose service and the Job say."""
-    spec = _spec(tmp_path)
+    spec = spec_of(tmp_path)
     changed = dataclasses.replace(spec, limits=dataclasses.replace(
         spec.limits, **{limit: getattr(spec.limits, limit) * 2}))
     assert spec.create_kwargs() != changed.create_kwargs()
@@ -176,15 +176,15 @@ def test_the_record_limits_are_the_record_schemas_and_the_arm_schemas() -> None:
 
 def test_the_policy_values_are_the_policy_schemas(tmp_path: Path) -> None:
     schema = _schema("guard-policy.schema.json")
-    on_podman = dataclasses.replace(_spec(tmp_path), engine=podman.PODMAN)
-    unbounded = dataclasses.replace(_spec(tmp_path), unbounded_limits_accepted=True)
-    stored = {**_policy(_spec(tmp_path)).to_json(),
-              **_policy(_spec(tmp_path, runtime=runtimes.RUNSC)).to_json(),
+    on_podman = dataclasses.replace(spec_of(tmp_path), engine=podman.PODMAN)
+    unbounded = dataclasses.replace(spec_of(tmp_path), unbounded_limits_accepted=True)
+    stored = {**_policy(spec_of(tmp_path)).to_json(),
+              **_policy(spec_of(tmp_path, runtime=runtimes.RUNSC)).to_json(),
               **_policy(on_podman).to_json(), **_policy(unbounded).to_json()}
     assert set(stored) == set(schema["properties"])
     # A value a setting added later is optional: runs recorded before it lack it, and the
     # schema says so.
-    later = {*folds.policy_values(_spec(tmp_path, runtime=runtimes.RUNSC)),
+    later = {*folds.policy_values(spec_of(tmp_path, runtime=runtimes.RUNSC)),
              *folds.policy_values(on_podman),
              *folds.policy_values(unbounded)} - set(schema["required"])
     assert later == {"runtime", "engine_pids", "executor_user", "tool_writable", "engine",
@@ -194,7 +194,7 @@ def test_the_policy_values_are_the_policy_schemas(tmp_path: Path) -> None:
 
 def test_every_guard_belongs_to_one_setting(tmp_path: Path) -> None:
     """Each outside guard comes from one setting, each inside guard is claimed by one."""
-    spec = _spec(tmp_path)
+    spec = spec_of(tmp_path)
     policy = _policy(spec)
     outside = [r.guard for r in guards.check_outside(policy, {}, {})]
     assert len(outside) == len(set(outside))

@@ -20,7 +20,7 @@ from orchestrator.sandbox_spec import SandboxSpec
 from orchestrator.exports import compose, k8s
 from orchestrator.isolation import folds, guards, inside
 from orchestrator.isolation.policy import GuardPolicy, GuardResult
-from test_isolation import _spec as isolation_spec
+from test_isolation import spec_of as isolation_spec
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE_ENV = ["PATH=/usr/bin:/bin"]
