@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.second_engine import second_dockerd
-from orchestrator import engine_pool, k8s, log, run
+from orchestrator import engine_pool, log, run
+from orchestrator.exports import k8s
 from orchestrator.engine import Engine, engine_address
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.images import ImageLock

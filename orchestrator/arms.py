@@ -17,7 +17,7 @@ from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
 from orchestrator.kinds import COMMON_PLACEHOLDERS, INPUT_KEY, KINDS, PLACEHOLDER
 from orchestrator.mcp import ToolCall
-from orchestrator.sandbox_spec import GIB, MIB, Limits
+from orchestrator.isolation.limits import GIB, MIB, Limits
 from orchestrator.shared_checks import check_schema, load_schema
 
 SCHEMA_FILE = "arm.schema.json"

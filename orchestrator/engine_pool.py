@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from orchestrator import engine_limits, guards, log, podman, userns
+from orchestrator import engine_limits, log, podman, userns
 from orchestrator.engine import Engine, engine_address, tls_config
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.images import ImageLock, transfer
+from orchestrator.isolation.policy import GuardResult
 from orchestrator import placement
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import HelperFile, make
@@ -232,7 +233,7 @@ def bring_images(member: Member, sources: Iterable[Member], settings: Settings,
 
 
 def preflight(member: Member, settings: Settings, run_id: str, user: str, exec_path: str,
-              folder: Path, accept_unbounded_limits: bool = False) -> list[guards.GuardResult]:
+              folder: Path, accept_unbounded_limits: bool = False) -> list[GuardResult]:
     """The guards verified on `member` exactly as for an arm, in a sandbox of the locked
     base image with no mounts but the helper: what fails here is the engine's doing. An
     engine that cannot enforce limits has none unless the user accepted that: its arms are

@@ -29,6 +29,8 @@ from orchestrator import corpus, log, workfs
 from orchestrator.corpus.git import CLEAN_GIT_ENV
 from orchestrator.engine import Engine
 from orchestrator.errors import ContainerFailed, EngineError, EngineNotFound, SandbenchError
+from orchestrator.isolation import folds
+from orchestrator.isolation.setting import AGENT, HOLDER
 from orchestrator.labels import LABEL_ARM, LABEL_RUN, base_labels
 from orchestrator.untrusted import walk
 
@@ -116,12 +118,10 @@ class RemoteSite:
         volume at WORK and `mounts` (volume -> target); its stdout, or the failure named."""
         spec: dict[str, Any] = {
             "image": self.agent_image, "command": ["sh", "-euc", script, "agent", *args],
-            "user": user, "network_mode": "none", "labels": self._labels(),
-            "log_config": {"type": "json-file"},  # its stdout is read back: whatever the default
-            "environment": dict(env or {}), "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
+            "user": user, "labels": self._labels(), "environment": dict(env or {}),
             "mounts": [_volume(self.work_volume, WORK),
                        *(_volume(v, t) for v, t in (mounts or {}).items())],
+            **folds.own_create(AGENT),  # its hardening, from the isolation table
         }
         if loop:  # loop devices only: the control node, and block devices of major 7
             spec.update(cap_add=["SYS_ADMIN", "MKNOD"], devices=["/dev/loop-control"],
@@ -138,9 +138,9 @@ class RemoteSite:
         """A created, never started, container with `mounts` (volume -> target): what the
         engine copies into and out of."""
         container = self.engine.create_container(
-            {"image": self.agent_image, "command": ["true"], "network_mode": "none",
-             "labels": self._labels(), "detach": True,
-             "mounts": [_volume(v, t, read_only) for v, t in mounts.items()]},
+            {"image": self.agent_image, "command": ["true"], "labels": self._labels(),
+             "detach": True, "mounts": [_volume(v, t, read_only) for v, t in mounts.items()],
+             **folds.own_create(HOLDER)},
             what="create a copy holder")
         try:
             yield container

@@ -3,7 +3,7 @@
 The container is created from the locked image id with no network, a read-only root, a
 size-limited /tmp, no-new-privileges, pids/memory/CPU limits and the timing helper as PID 1,
 the executor: the container's uid 0 with only CAP_SETUID and CAP_SETGID, which starts each
-command as the run's non-root uid with no capability (isolation.py, `user`). It holds only
+command as the run's non-root uid with no capability (isolation/table.py, `user`). It holds only
 the mounts the caller declares, plus the host's static `sandbench-exec` (its sha256 in the
 image lock) bind-mounted read-only at a path no image provides, and exactly the environment
 the arm declares (with HOME=/ where neither arm nor image gives one). Every measured command runs
@@ -24,13 +24,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from orchestrator import (execproto, guards, isolation, labels, log, placement, runtimes,
+from orchestrator import (execproto, labels, log, placement, runtimes,
                           sandbox_spec)
 from orchestrator import canary as canary_mod
 from orchestrator.engine import AttachChannel, Engine, ExecStream
 from orchestrator.errors import EngineError, GuardViolation, SandbenchError
-from orchestrator.isolation_values import EXECUTOR_USER
-from orchestrator.sandbox_spec import HELPER, MIB, SandboxSpec
+from orchestrator.isolation import folds, guards, inside
+from orchestrator.isolation.policy import DeclaredMount, GuardPolicy, GuardResult
+from orchestrator.isolation.values import EXECUTOR_USER
+from orchestrator.isolation.values import HELPER_PATH as HELPER
+from orchestrator.sandbox_spec import MIB, SandboxSpec
 from orchestrator.fsutil import atomic_write_bytes
 from orchestrator.transcripts import (EXITED, GONE, RUNNING, ExecRecord, StreamInfo, classify,
                                       sweep_flags, timing_flags, write_record)
@@ -52,7 +55,7 @@ class Sandbox:
         # engine's placement's (the engine on this host's when not given).
         self.helper = helper if helper is not None else placement.mounted_helper()
         self.container_id: str | None = None
-        self.policy: guards.GuardPolicy | None = None
+        self.policy: GuardPolicy | None = None
         self.host_snapshot: dict[str, Any] = {}
         # PID 1's attach stream, when the spec asks for the resident executor.
         self.channel: AttachChannel | None = None
@@ -108,15 +111,15 @@ class Sandbox:
         if self.spec.exec_path == sandbox_spec.RESIDENT:
             self.channel = self.engine.attach(self.container_id)
 
-    def _policy(self, image_id: str, image_env: list[str]) -> guards.GuardPolicy:
-        return guards.GuardPolicy(
+    def _policy(self, image_id: str, image_env: list[str]) -> GuardPolicy:
+        return GuardPolicy(
             run_id=self.spec.run_id, arm=self.spec.arm, image_id=image_id,
             user=self.spec.user, env=_merge_env(image_env, self.spec.env),
-            mounts=[guards.DeclaredMount(str(m.source), m.target, m.read_only, m.size_bytes,
+            mounts=[DeclaredMount(str(m.source), m.target, m.read_only, m.size_bytes,
                                          m.volume) for m in self.spec.mounts],
             labels={labels.LABEL_RUN: self.spec.run_id, labels.LABEL_ARM: self.spec.arm},
             helper={"source": str(self.spec.helper.source), "sha256": self.spec.helper.sha256},
-            exec_path=self.spec.exec_path, values=isolation.policy_values(self.spec))
+            exec_path=self.spec.exec_path, values=folds.policy_values(self.spec))
 
     def remove(self) -> None:
         if self.channel is not None:
@@ -161,7 +164,7 @@ class Sandbox:
 
     # -- guards ----------------------------------------------------------------------------
 
-    def verify(self, folder: Path) -> list[guards.GuardResult]:
+    def verify(self, folder: Path) -> list[GuardResult]:
         """Outside first; only a container that passes it runs the probe. Both snapshots and
         the verdict are stored in `folder`; any failure refuses the arm."""
         assert self.policy is not None
@@ -190,7 +193,7 @@ class Sandbox:
         """The probe's report, or None (logged with why) when it gave none: a probe killed in
         the container (its pids limit reached under gVisor, say) refuses that arm alone."""
         argv = [HELPER, "probe", "--as", self.spec.user, "--connect", f"127.0.0.1:{port}",
-                "--lookup", guards.PROBE_LOOKUP, "--write", guards.PROBE_WRITE,
+                "--lookup", inside.PROBE_LOOKUP, "--write", inside.PROBE_WRITE,
                 *(a for d in self.spec.tool_writable for a in ("--writable", d))]
         with open(os.devnull, "wb") as discard:  # the report is in the frames, not the streams
             decoded, _, _ = self._exec_stream(argv, discard, discard, 1 << 20, timeout_s=30)
@@ -248,7 +251,7 @@ class Sandbox:
             env=dict(self.spec.env), workdir=workdir or self.spec.workdir,
             user=self.spec.user, image_id=self.spec.image_id,
             container_id=self.require_id(), runtime=self.spec.runtime,
-            limits={**isolation.record_limits(self.spec.limits, self.spec.runtime),
+            limits={**folds.record_limits(self.spec.limits, self.spec.runtime),
                     "timeout_s": timeout_s, "grace_s": grace_s, "cap_bytes": cap_bytes},
             started_at=started_at,
             timing={"wall_ns": r.get("wall_ns"), "user_us": r.get("user_us"),

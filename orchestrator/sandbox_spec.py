@@ -1,127 +1,56 @@
 """What an arm's container is: its limits, mounts, helper, environment and labels, as plain
-data, built by `make` alone. The run, `sandbox check`, the engines' pre-flight and the compose
-and Kubernetes exports all build it there, and every isolation setting it is created with
-comes from orchestrator/isolation.py, so the container the engine is asked for, the one a
-self-check verifies and the ones the exports describe cannot drift apart. Nothing here talks
-to the engine."""
+data (isolation/spec.py), built by `make` alone. The run, `sandbox check`, the engines'
+pre-flight and the compose and Kubernetes exports all build it there, and every isolation
+setting it is created with comes from the isolation table (isolation/table.py), so the
+container the engine is asked for, the one a self-check verifies and the ones the exports
+describe cannot drift apart. Nothing here talks to the engine."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from orchestrator import isolation, labels, runtimes
-from orchestrator.isolation import HELPER_PATH as HELPER
-from orchestrator.isolation import RESIDENT
+from orchestrator import runtimes
+from orchestrator.isolation import folds
+from orchestrator.isolation.limits import GIB as GIB
+from orchestrator.isolation.limits import MIB as MIB
+from orchestrator.isolation.limits import Limits as Limits
+from orchestrator.isolation.spec import ContainerSpec, state_home
+from orchestrator.isolation.spec import HelperFile as HelperFile
+from orchestrator.isolation.spec import Mount as Mount
+from orchestrator.isolation.values import DOCKER_EXEC as DOCKER_EXEC
+from orchestrator.isolation.values import EXEC_PATHS as EXEC_PATHS
+from orchestrator.isolation.values import RESIDENT, TOOL_USER
 
-if TYPE_CHECKING:  # the lock is only read here; importing it would pull in the engine
+if TYPE_CHECKING:  # the arm only arrives as an argument
     from orchestrator.arms import ArmSpec
-    from orchestrator.images import ImageLock
-
-GIB = 1 << 30
-MIB = 1 << 20
-
-# How a measured command reaches the container: requests on PID 1's attach stream, answered
-# by the helper's `serve` (no runtime exec per call), or one `docker exec` each (the fallback,
-# chosen per run and disclosed in the report).
-DOCKER_EXEC = "docker-exec"
-EXEC_PATHS = (RESIDENT, DOCKER_EXEC)
 
 # What every arm container gets: its corpus copy, its state and its output directory.
 ARM_MOUNTS = (("corpus", "/corpus"), ("state", "/state"), ("out", "/out"))
 
 
-@dataclass(frozen=True)
-class Limits:
-    memory_bytes: int = 4 * GIB
-    pids: int = 512
-    cpus: float = 2.0
-    tmp_bytes: int = 512 * MIB
-    # The writable mounts' own file systems (orchestrator/workfs.py); sparse, so a generous
-    # bound costs nothing until a tool writes.
-    state_bytes: int = 4 * GIB
-    out_bytes: int = 1 * GIB
-    corpus_margin_bytes: int = 1 * GIB
+class Lock(Protocol):
+    """What `for_arm` reads of the image lock (images.ImageLock, which the engine's client
+    comes with: a spec module imports neither, not even for its types)."""
 
-    @property
-    def nano_cpus(self) -> int:
-        return int(self.cpus * 1e9)
+    images: dict[str, dict[str, Any]]
+
+    def helper(self) -> tuple[Path, str]: ...
+
+    def image_id(self, name: str) -> str: ...
 
 
 @dataclass(frozen=True)
-class Mount:
-    """A host path bind-mounted, or (on an engine of another host, orchestrator/remote.py)
-    a volume of the engine's, `source` then being the volume's name."""
-
-    source: Path
-    target: str
-    read_only: bool = False
-    size_bytes: int | None = None  # the bound of the file system behind a writable mount
-    volume: bool = False
-
-    @property
-    def engine_spelling(self) -> dict[str, Any]:
-        if self.volume:  # NoCopy: the image's files at the target never go into the volume
-            return {"Target": self.target, "Source": str(self.source), "Type": "volume",
-                    "ReadOnly": self.read_only, "VolumeOptions": {"NoCopy": True}}
-        return {"Target": self.target, "Source": str(self.source), "Type": "bind",
-                "ReadOnly": self.read_only}
-
-
-@dataclass(frozen=True)
-class HelperFile:
-    """The host's timing helper as the image lock records it."""
-
-    source: Path
-    sha256: str
-
-
-@dataclass(frozen=True)
-class SandboxSpec:
-    run_id: str
-    arm: str
-    image_id: str
-    tool_version: str
-    user: str
-    env: dict[str, str]
-    helper: HelperFile
-    mounts: tuple[Mount, ...] = ()
-    limits: Limits = field(default_factory=Limits)
-    workdir: str = "/"
-    exec_path: str = RESIDENT
-    runtime: str = runtimes.DEFAULT  # the engine's container runtime (orchestrator/runtimes.py)
-    # The user accepted that the engine does not enforce the limits (engine_limits): the
-    # inside guards then report the limits in force without refusing the sandbox.
-    unbounded_limits_accepted: bool = False
-    engine: str = "docker"  # the engine's dialect: docker, or podman (orchestrator/podman.py)
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return labels.base_labels(**{labels.LABEL_RUN: self.run_id, labels.LABEL_ARM: self.arm,
-                                     labels.LABEL_TOOL_VERSION: self.tool_version[:200]})
-
-    @property
-    def helper_mount(self) -> Mount:
-        """The host's helper, read-only, at the one path every exec and PID 1 run."""
-        return Mount(self.helper.source, HELPER, read_only=True)
-
-    @property
-    def tool_writable(self) -> list[str]:
-        """Where the tool must be able to write, in the container: each writable mount, and
-        a HOME the arm puts under /state (the probe proves each: orchestrator/in_force.py)."""
-        home = _state_home(self)
-        return [m.target for m in self.mounts if not m.read_only] + ([home] if home else [])
+class SandboxSpec(ContainerSpec):
+    """An arm's container (isolation/spec.py) with what the engine is asked for."""
 
     def create_kwargs(self) -> dict[str, Any]:
         """Exactly what the engine is asked for, as plain data in the SDK's spelling: the
         isolation settings' arguments, the working directory, and a detached start."""
-        return {**isolation.create_kwargs(self), "working_dir": self.workdir, "detach": True}
-
-
-TOOL_USER = "65532:65532"  # owns nothing on the host, nor in any image sandbench builds
+        return {**folds.create_kwargs(self), "working_dir": self.workdir, "detach": True}
 
 
 def default_user() -> str:
@@ -169,7 +98,7 @@ def arm_mounts(source: Callable[[str], Path], sizes: Mapping[str, int] | None = 
                  for name, target in ARM_MOUNTS)
 
 
-def for_arm(lock: ImageLock, arm: ArmSpec, run_id: str, work: Path, user: str,
+def for_arm(lock: Lock, arm: ArmSpec, run_id: str, work: Path, user: str,
             sizes: Mapping[str, int], exec_path: str = RESIDENT,
             volumes: Mapping[str, str] | None = None, helper_path: Path | None = None,
             runtime: str = runtimes.DEFAULT) -> SandboxSpec:
@@ -190,15 +119,9 @@ def writable_dirs(spec: SandboxSpec) -> list[tuple[Path, Path]]:
     """(host directory, the directory it must stay inside) for every place the container
     user must be able to write: each writable mount, and a HOME the arm puts under /state."""
     dirs = [(m.source, m.source.parent) for m in spec.mounts if not m.read_only and not m.volume]
-    home = _state_home(spec)
+    home = state_home(spec)
     state = next((m for m in spec.mounts if m.target == "/state" and not m.volume), None)
     if state is not None and home:
         dirs.append((state.source / home.removeprefix("/state/"), state.source.parent))
     return dirs
 
-
-def _state_home(spec: SandboxSpec) -> str | None:
-    """The arm's HOME when it is under a writable /state mount."""
-    home = spec.env.get("HOME", "")
-    state = any(m.target == "/state" and not m.read_only for m in spec.mounts)
-    return home if state and home.startswith("/state/") else None

@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import arms as arms_mod
-from orchestrator import engine_pool, guards, images, log, one_sandbox, rundir, runtimes
+from orchestrator import engine_pool, images, log, one_sandbox, rundir, runtimes
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.images import ImageLock
+from orchestrator.isolation import guards
+from orchestrator.isolation.policy import GuardResult
 from orchestrator.sandbox_spec import default_user
 from orchestrator.settings import Settings
 from orchestrator.transcripts import ExecRecord
@@ -21,7 +23,7 @@ logger = log.get(__name__)
 @dataclass(frozen=True)
 class ArmCheck:
     arm: str
-    results: list[guards.GuardResult]
+    results: list[GuardResult]
     refused: str | None
     unavailable: str | None = None  # its image needs an artifact nobody supplied
 

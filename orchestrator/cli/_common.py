@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
     from rich.table import Table
 
-    from orchestrator.guards import GuardResult
+    from orchestrator.isolation.policy import GuardResult
 
 BenchRoot = typer.Option(None, "--bench-root", envvar="SANDBENCH_ROOT", metavar="DIR",
                          help="Where corpora, the image lock and runs live (default ./bench).")

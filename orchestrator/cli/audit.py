@@ -13,7 +13,7 @@ from orchestrator.cli._common import Json, emit_json, run_dir_argument, show_gua
 def audit(run_dir: Path = run_dir_argument("A run directory."), as_json: bool = Json) -> None:
     """Recompute every guard from the stored snapshots, with no engine. Exits 1 when a guard
     fails, an arm was never probed, or the stored verdict differs from the recomputed one."""
-    from orchestrator import guards
+    from orchestrator.isolation import guards
     audited = guards.audit(run_dir)
     if as_json:
         emit_json([{"arm": a.arm, "ok": a.ok, "probed": a.probed,

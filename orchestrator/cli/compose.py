@@ -20,6 +20,6 @@ def export(suite: str = SuiteName,
                                              "directories."),
            bench_root: Path = BenchRoot) -> None:
     """Write compose/SUITE.yml and this host's bench/compose/SUITE.env."""
-    from orchestrator import compose as compose_mod
+    from orchestrator.exports import compose as compose_mod
     yml, env = compose_mod.export(settings(bench_root), suite, run_dir)
     typer.echo(f"wrote {yml} and {env}")

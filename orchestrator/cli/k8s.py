@@ -24,7 +24,7 @@ def export(suite: str = SuiteName,
            json_out: bool = Json, bench_root: Path = BenchRoot) -> None:
     """Write bench/k8s/SUITE.yaml: one Job per arm and a deny-all NetworkPolicy, validated
     against the pinned Kubernetes schema."""
-    from orchestrator import k8s as k8s_mod
+    from orchestrator.exports import k8s as k8s_mod
     path, count = k8s_mod.export(settings(bench_root), suite, run_dir)
     if json_out:
         emit_json({"path": str(path), "validated": count,

@@ -32,6 +32,8 @@ from orchestrator.images.lock import ImageLock
 from orchestrator.images.manifests import read_manifests
 from orchestrator.images.recipes import Recipe, load_recipes, recipe_hash, select, tag_for
 from orchestrator.images.rootfs import carried_over, rootfs
+from orchestrator.isolation import folds
+from orchestrator.isolation.setting import BUILD_HELPER
 from orchestrator.settings import Settings
 
 if TYPE_CHECKING:
@@ -128,7 +130,8 @@ def _build_helper(engine: Engine, settings: Settings, recipe: Recipe,
         # Created, never started: the engine copies the file out of a stopped container.
         container_id = engine.create_container(
             {"image": image_id, "command": [recipe.helper.path], "entrypoint": [],
-             "labels": labels, "network_mode": "none"}, what="create helper container")
+             "labels": labels, **folds.own_create(BUILD_HELPER)},
+            what="create helper container")
         archive = engine.copy_out(container_id, recipe.helper.path)
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             member = tar.next()

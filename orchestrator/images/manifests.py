@@ -12,22 +12,21 @@ from orchestrator import labels as lb
 from orchestrator.errors import ContainerFailed, EngineError
 from orchestrator.fsutil import atomic_write_text, sha256_bytes
 from orchestrator.images.recipes import Recipe
+from orchestrator.isolation import folds
+from orchestrator.isolation.setting import MANIFEST
 from orchestrator.settings import Settings
 from orchestrator.untrusted import limits
 
 if TYPE_CHECKING:
     from orchestrator.engine import Engine
 
-MANIFEST_USER = "65532:65532"
-
 
 def _in_image(engine: Engine, image_id: str, argv: list[str]) -> str:
     """Run a short command in the image, offline and unprivileged, and return its stdout."""
     try:
         out = engine.run_once({"image": image_id, "command": argv, "entrypoint": [],
-                               "network_mode": "none", "user": MANIFEST_USER, "read_only": True,
-                               "cap_drop": ["ALL"],
-                               "labels": lb.base_labels(**{lb.LABEL_TEMPORARY: "true"})})
+                               "labels": lb.base_labels(**{lb.LABEL_TEMPORARY: "true"}),
+                               **folds.own_create(MANIFEST)})
     except ContainerFailed as exc:
         raise EngineError(f"{' '.join(argv)} failed in image {image_id[:19]}",
                           why=exc.why) from exc

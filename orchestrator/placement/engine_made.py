@@ -11,9 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import corpus, guards, log, remote, sandbox_spec
+from orchestrator import corpus, log, remote, sandbox_spec
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
+from orchestrator.isolation import guards
 from orchestrator.errors import SandbenchError
 from orchestrator.remote import RemoteSite
 from orchestrator.run_engines import ENGINE_MADE

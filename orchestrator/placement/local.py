@@ -13,9 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import corpus, guards, log, sandbox_spec, userns, workfs
+from orchestrator import corpus, log, sandbox_spec, userns, workfs
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
+from orchestrator.isolation import guards
 from orchestrator.sandbox_spec import SandboxSpec
 from orchestrator.settings import Settings
 from orchestrator.untrusted import walk

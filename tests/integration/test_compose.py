@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import compose
 from orchestrator.settings import Settings
+from orchestrator.exports import compose
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

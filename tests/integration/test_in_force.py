@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import guards, runtimes
+from orchestrator import runtimes
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.sandbox import Sandbox
 from orchestrator.settings import Settings
+from orchestrator.isolation import guards
+from orchestrator.isolation.policy import GuardResult
 from tests.integration.test_sandbox import _spec
 
 pytestmark = pytest.mark.integration
@@ -22,7 +24,7 @@ pytestmark = pytest.mark.integration
 IN_FORCE = ("memory_in_force", "pids_in_force", "cpus_in_force", "tool_writable")
 
 
-def _by_guard(results: list[guards.GuardResult]) -> dict[str, guards.GuardResult]:
+def _by_guard(results: list[GuardResult]) -> dict[str, GuardResult]:
     return {r.guard: r for r in results}
 
 
@@ -36,7 +38,7 @@ def test_the_limits_read_in_force_are_the_arms(engine: Engine, bench: Settings, 
     if runtime == runtimes.RUNC:
         assert results["memory_in_force"].found == str(256 << 20)
         assert results["pids_in_force"].found == "100"
-    else:  # gVisor's cgroupfs shows no limit: MemTotal stands for it (guards.UNDER_GVISOR)
+    else:  # gVisor's cgroupfs shows no limit: MemTotal stands for it (inside.UNDER_GVISOR)
         assert results["memory_in_force"].found.startswith(f"MemTotal {256 << 10} kB")
     assert results["cpus_in_force"].found.startswith("2 CPUs")
     assert results["tool_writable"].found == "written in ['/corpus', '/state', '/out']"

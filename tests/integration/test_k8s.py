@@ -8,11 +8,12 @@ import json
 import pytest
 import yaml
 
-from orchestrator import corpus, k8s, run
+from orchestrator import corpus, run
 from orchestrator.engine import Engine
 from orchestrator.errors import SandbenchError
-from orchestrator.guards import GuardPolicy
+from orchestrator.isolation.policy import GuardPolicy
 from orchestrator.settings import Settings
+from orchestrator.exports import k8s
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from benchmarks.podman_engine import PodmanService, podman_service
-from orchestrator import corpus, engine_pool, guards, images, podman, run
+from orchestrator import corpus, engine_pool, images, podman, run
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.images import transfer
@@ -29,6 +29,7 @@ from orchestrator.images.recipes import Bootstrap
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import HelperFile, Mount, SandboxSpec, default_user
 from orchestrator.settings import Settings
+from orchestrator.isolation import guards
 from tests.integration.conftest import grades_and_bytes
 
 pytestmark = pytest.mark.integration

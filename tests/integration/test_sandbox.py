@@ -11,13 +11,15 @@ from typing import Any
 
 import pytest
 
-from orchestrator import cleanup, guards, images
+from orchestrator import cleanup, images
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import (DOCKER_EXEC, MIB, HelperFile, Limits, Mount, SandboxSpec,
                                       default_user)
 from orchestrator.settings import Settings
+from orchestrator.isolation import guards
+from orchestrator.isolation.values import HELPER_IDLE
 
 pytestmark = pytest.mark.integration
 
@@ -118,7 +120,7 @@ def test_the_docker_exec_fallback_holds_every_guard(engine: Engine, bench: Setti
     with Sandbox(engine, spec) as box:
         results = {r.guard: r for r in box.verify(tmp_path / "guards" / "rg")}
     assert not guards.failures(list(results.values()))
-    assert results["pid1"].expected.startswith(guards.HELPER_IDLE)
+    assert results["pid1"].expected.startswith(HELPER_IDLE)
     assert results["exec_channel"].found == {"open_stdin": False, "stdin_once": False,
                                              "tty": False}
     assert results["channel_private"].ok

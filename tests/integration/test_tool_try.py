@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from orchestrator import cleanup, guards, suite
+from orchestrator import cleanup, suite
+from orchestrator.isolation import guards
 from orchestrator.cli import app
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings

@@ -27,12 +27,13 @@ from typing import Any
 
 import pytest
 
-from orchestrator import guards, line_index, run, suite
+from orchestrator import line_index, run, suite
 from orchestrator.engine import Engine
 from orchestrator.errors import SandbenchError
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
 from orchestrator.untrusted import limits, walk
+from orchestrator.isolation import guards
 from tests.integration.conftest import built, project_copy  # noqa: F401 (the fixture)
 from tests.security.conftest import TASKS, probe_arm, write_suite
 from tests.security.reading import arm_rows, arm_state

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import cleanup, guards, parsers, run
+from orchestrator import cleanup, parsers, run
 from orchestrator.transcripts import read_record
+from orchestrator.isolation import guards
 from tests.security.conftest import MAIN_REFUSED, TASKS, MainRun, World, attempts_in
 
 pytestmark = pytest.mark.integration

@@ -5,7 +5,7 @@ under both; plus an arm that claims runsc on a container the engine runs under r
 
 These attacks run in a sandbox of their own, not through a run, each by a plain exec of the
 engine as the tool's uid beside the PID 1 helper (runsc runs without the engine's seccomp
-profile, see guards.UNDER_GVISOR, so they meet gVisor's kernel alone). With the split uids
+profile, see inside.UNDER_GVISOR, so they meet gVisor's kernel alone). With the split uids
 and Debian trixie's runsc every guard holds under both kernels and the timing helper runs
 commands under both; the whole hostile suite then runs under runsc too, and its every
 attempt is compared with the same attempt under runc (RUN_DIFFERS lists what differs).
@@ -23,12 +23,14 @@ from typing import Any
 
 import pytest
 
-from orchestrator import arms, guards, one_sandbox, run, runtimes
+from orchestrator import arms, one_sandbox, run, runtimes
 from orchestrator import canary as canary_mod
 from orchestrator.errors import GuardViolation
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import default_user
 from orchestrator.transcripts import read_record
+from orchestrator.isolation import guards, inside
+from orchestrator.isolation.policy import GuardResult
 from tests.security.conftest import MAIN_REFUSED, MAIN_RUN_ID, MainRun, World, attempts_in
 
 pytestmark = pytest.mark.integration
@@ -40,7 +42,7 @@ NET_PHASES = ("egress", "egress_loop")
 @dataclass
 class Attacked:
     runtime: str
-    verdict: list[guards.GuardResult]
+    verdict: list[GuardResult]
     refused: list[str]  # the guards that failed
     helper_run: tuple[str, list[str]]  # a command through the helper: outcome, its errors
     priv: list[dict[str, tuple[str, str]]]  # the attempts of each phase of `attack priv`
@@ -118,7 +120,7 @@ def test_every_guard_holds_under_either_kernel(attacked: Attacked) -> None:
     by_guard = {r.guard: r for r in attacked.verdict}
     assert by_guard["runtime"].found == attacked.runtime
     assert by_guard["kernel"].ok, by_guard["kernel"]
-    assert set(guards.UNDER_GVISOR) <= set(by_guard)
+    assert set(inside.UNDER_GVISOR) <= set(by_guard)
     assert attacked.refused == []
 
 
@@ -155,7 +157,7 @@ def test_no_privilege_is_gained_under_either_kernel(attacked: Attacked) -> None:
                  "CapBnd: 00000000000000c0"):
         assert line in status, (attacked.runtime, status)
     # The engine's seccomp profile filters the tool's calls under runc only: runsc runs
-    # without --oci-seccomp (guards.UNDER_GVISOR), so these attempts meet gVisor's kernel.
+    # without --oci-seccomp (inside.UNDER_GVISOR), so these attempts meet gVisor's kernel.
     assert f"Seccomp: {2 if attacked.runtime == runtimes.RUNC else 0}" in status, status
     # gVisor prints no NoNewPrivs line; the flag itself is set under both kernels.
     assert attacked.nnp.strip() == "1", attacked.nnp
@@ -269,7 +271,7 @@ def test_an_arm_that_claims_runsc_on_a_runc_container_is_refused(
         with canary_mod.loopback_canary() as canary:
             facts = box._probe(canary.port)
         kernel = {r.guard: r for r in guards.check_inside(box.policy, {"facts": facts})}
-        assert kernel["kernel"].found == guards.HOST_KERNEL and not kernel["kernel"].ok
+        assert kernel["kernel"].found == inside.HOST_KERNEL and not kernel["kernel"].ok
 
 
 # Every attempt of the hostile suite whose result differs when its arms run under runsc,

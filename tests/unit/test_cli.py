@@ -18,7 +18,7 @@ from orchestrator import engine_pool
 from orchestrator.engine import Engine
 from orchestrator.cli import _common, app
 from orchestrator.engine_pool import ON_REFUSED
-from orchestrator.guards import GuardResult
+from orchestrator.isolation.policy import GuardResult
 from orchestrator.sandbox_spec import EXEC_PATHS
 
 FIXTURES = Path(__file__).parent / "bad_input" / "fixtures"

@@ -151,7 +151,7 @@ def test_a_run_directory_that_does_not_exist_is_named(args: list[str], tmp_path:
 # loads typer's pydantic, and configures the logs).
 ENGINE_SIDE = ("docker", "requests", "paramiko", "tenacity", "orchestrator.engine",
                "orchestrator.engine_pool", "orchestrator.run", "orchestrator.score",
-               "orchestrator.report", "orchestrator.suite", "orchestrator.guards")
+               "orchestrator.report", "orchestrator.suite", "orchestrator.isolation.guards")
 LIBRARIES = ("pydantic", "jsonschema", "structlog", "rich", "orchestrator.fsutil")
 LOADED = """
 import sys

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from orchestrator import compose
 from orchestrator.sandbox_spec import Limits
 from orchestrator.settings import Settings
+from orchestrator.exports import compose
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,7 +43,7 @@ def test_the_yaml_is_the_same_bytes_whatever_the_order_the_keys_were_made_in() -
                 "a": {"command": ["/h", "serve"], "environment": {"HOME": "/state/h"}}}
     reordered = {"a": dict(reversed(services["a"].items())),
                  "b": dict(reversed(services["b"].items()))}
-    text = compose._yaml({"services": services})
-    assert text == compose._yaml({"services": reordered})
+    text = compose.block_yaml({"services": services})
+    assert text == compose.block_yaml({"services": reordered})
     assert yaml.safe_load(text) == {"services": services}  # "true" stays a string, 2.0 a float
     assert text.startswith("services:\n  a:\n") and text.endswith("\n")

@@ -11,14 +11,15 @@ from typing import Any
 import pytest
 
 from orchestrator import canary as canary_mod
-from orchestrator import guards
 from orchestrator.errors import InputError
+from orchestrator.isolation import guards
+from orchestrator.isolation.policy import DeclaredMount, GuardPolicy, GuardResult
 
-POLICY = guards.GuardPolicy(
+POLICY = GuardPolicy(
     run_id="r1", arm="rg", image_id="sha256:" + "a" * 64, user="65532:65532",
     env=["HOME=/state/home", "PATH=/usr/bin:/bin"],
-    mounts=[guards.DeclaredMount("/bench/w/corpus", "/corpus", False, 64 << 20),
-            guards.DeclaredMount("/bench/w/state", "/state", False, 32 << 20)],
+    mounts=[DeclaredMount("/bench/w/corpus", "/corpus", False, 64 << 20),
+            DeclaredMount("/bench/w/state", "/state", False, 32 << 20)],
     labels={"sandbench.run": "r1", "sandbench.arm": "rg"},
     helper={"source": "/bench/helper/sandbench-exec-c0ffee", "sha256": "c" * 64},
     values={"tmpfs": {"/tmp": "rw,nosuid,nodev,size=536870912,mode=1777"},
@@ -78,7 +79,7 @@ PROBE = {
 }
 
 
-def _failed(results: list[guards.GuardResult]) -> dict[str, guards.GuardResult]:
+def _failed(results: list[GuardResult]) -> dict[str, GuardResult]:
     return {r.guard: r for r in guards.failures(results)}
 
 
@@ -152,7 +153,7 @@ def test_the_helper_file_must_hash_to_the_locks_digest(host: dict, found: str) -
 
 
 def test_a_policy_without_a_locked_digest_fails_the_helper_guard() -> None:
-    policy = guards.GuardPolicy(**{**asdict(POLICY), "mounts": POLICY.mounts,
+    policy = GuardPolicy(**{**asdict(POLICY), "mounts": POLICY.mounts,
                                    "helper": {"source": POLICY.helper["source"], "sha256": ""}})
     host = guards.helper_facts(Path(POLICY.helper["source"]), "", None)
     assert "helper_digest" in _failed(guards.check_outside(policy, INSPECT, host))
@@ -250,7 +251,7 @@ def test_audit_of_a_corrupt_snapshot_names_the_file(tmp_path: Path) -> None:
 
 
 def test_policy_round_trips_through_json() -> None:
-    again = guards.GuardPolicy.from_json(json.loads(json.dumps(POLICY.to_json())), Path("p"))
+    again = GuardPolicy.from_json(json.loads(json.dumps(POLICY.to_json())), Path("p"))
     assert asdict(again) == asdict(POLICY)
 
 
@@ -297,25 +298,25 @@ def test_a_policy_recorded_before_mounts_were_bounded_checks_no_size(tmp_path: P
     stored = POLICY.to_json()
     for m in stored["mounts"]:
         del m["size_bytes"]
-    policy = guards.GuardPolicy.from_json(stored, tmp_path / "policy.json")
+    policy = GuardPolicy.from_json(stored, tmp_path / "policy.json")
     sizes = {r.guard: r for r in guards.check_inside(policy, PROBE)}["mount_sizes"]
     assert sizes.ok and sizes.expected == {}
-    assert guards.GuardPolicy.from_json(POLICY.to_json(), tmp_path / "p.json") == POLICY
+    assert GuardPolicy.from_json(POLICY.to_json(), tmp_path / "p.json") == POLICY
 
 
 def test_a_stored_mount_bound_that_is_not_a_positive_int_is_refused(tmp_path: Path) -> None:
     stored = POLICY.to_json()
     stored["mounts"][1]["size_bytes"] = True
     with pytest.raises(InputError, match=r"mounts\[1\]\.size_bytes"):
-        guards.GuardPolicy.from_json(stored, tmp_path / "policy.json")
+        GuardPolicy.from_json(stored, tmp_path / "policy.json")
 
 
 def test_a_volume_mount_is_judged_by_its_name_and_a_bind_in_its_place_fails() -> None:
     """On an engine of another host the arm's file systems are the engine's volumes: the
     declared volume must be mounted as that volume, never a bind of some path."""
-    policy = guards.GuardPolicy(**{**asdict(POLICY), "mounts": [
-        guards.DeclaredMount("sandbench-r1-rg-corpus", "/corpus", False, 64 << 20, True),
-        guards.DeclaredMount("/bench/w/state", "/state", False, 32 << 20)]})
+    policy = GuardPolicy(**{**asdict(POLICY), "mounts": [
+        DeclaredMount("sandbench-r1-rg-corpus", "/corpus", False, 64 << 20, True),
+        DeclaredMount("/bench/w/state", "/state", False, 32 << 20)]})
     inspect = copy.deepcopy(INSPECT)
     inspect["Mounts"][0] = {"Type": "volume", "Name": "sandbench-r1-rg-corpus",
                             "Source": "/var/lib/docker/volumes/sandbench-r1-rg-corpus/_data",
@@ -326,4 +327,4 @@ def test_a_volume_mount_is_judged_by_its_name_and_a_bind_in_its_place_fails() ->
     assert list(_failed(guards.check_outside(policy, inspect, HOST))) == ["mounts"]
     stored = policy.to_json()
     assert stored["mounts"][0]["volume"] is True and "volume" not in stored["mounts"][1]
-    assert guards.GuardPolicy.from_json(stored, Path("policy.json")) == policy
+    assert GuardPolicy.from_json(stored, Path("policy.json")) == policy

@@ -1,6 +1,8 @@
 """The limits-in-force and tool-write guards are pure functions of the policy and the probe."""
 
 from __future__ import annotations
+from orchestrator.isolation import guards, in_force
+from orchestrator.isolation.policy import GuardPolicy
 
 import copy
 from dataclasses import replace
@@ -8,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from orchestrator import guards, in_force
 
 VALUES = {"memory_bytes": 256 << 20, "pids": 100, "nano_cpus": 2_000_000_000,
           "tool_writable": ["/corpus", "/state", "/out", "/state/home"]}
@@ -37,10 +38,17 @@ def _facts(cgroup: dict[str, Any]) -> dict[str, Any]:
     return {"cgroup": copy.deepcopy(cgroup), "writable": _written(*VALUES["tool_writable"])}
 
 
+def _checks(values: dict[str, Any], facts: dict[str, Any], gvisor: bool,
+            kernel_is_gvisor: bool) -> list[Any]:
+    return [*in_force.memory(values, facts, gvisor),
+            *in_force.pids(values, facts, gvisor, kernel_is_gvisor),
+            *in_force.cpus(values, facts), *in_force.writable(values, facts)]
+
+
 def _verdict(facts: dict[str, Any], values: dict[str, Any] = VALUES, gvisor: bool = False,
              kernel_is_gvisor: bool = False) -> dict[str, tuple[Any, bool]]:
     return {guard: (found, ok) for guard, _, found, ok
-            in in_force.checks(values, facts, gvisor, kernel_is_gvisor)}
+            in _checks(values, facts, gvisor, kernel_is_gvisor)}
 
 
 def _failed(verdict: dict[str, tuple[Any, bool]]) -> set[str]:
@@ -126,8 +134,8 @@ def test_no_probe_fails_every_guard_closed() -> None:
 def test_a_run_recorded_before_is_judged_as_before() -> None:
     """A stored policy without tool_writable carries none of these guards, in audit too."""
     old = {k: v for k, v in VALUES.items() if k != "tool_writable"}
-    assert in_force.checks(old, {}, False, False) == []
-    policy = guards.GuardPolicy(
+    assert _checks(old, {}, False, False) == []
+    policy = GuardPolicy(
         run_id="r", arm="rg", image_id="sha256:" + "a" * 64, user="65532:65532", env=[],
         mounts=[], values=old)
     names = {r.guard for r in guards.check_inside(policy, {})}

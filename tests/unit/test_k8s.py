@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
-from orchestrator import arms, corpus, k8s, suite
+from orchestrator import arms, corpus, suite
 from orchestrator.errors import SandbenchError
 from orchestrator.images import ImageLock
 from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import HELPER, SandboxSpec, for_arm
+from orchestrator.isolation.values import HELPER_PATH as HELPER
+from orchestrator.sandbox_spec import SandboxSpec, for_arm
+from orchestrator.exports import k8s
 
 REPO = Path(__file__).resolve().parents[2]
 HELPER_SHA = "ab" * 32

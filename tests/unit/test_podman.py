@@ -4,7 +4,7 @@ read as Docker's only on Podman, and a real loosening still refused there."""
 from __future__ import annotations
 
 from orchestrator import podman
-from orchestrator.isolation_values import EXECUTOR_CAPS
+from orchestrator.isolation.values import EXECUTOR_CAPS
 
 PODMAN_VERSION = {"Components": [{"Name": "Podman Engine", "Version": "4.3.1"},
                                  {"Name": "Conmon"}]}

@@ -13,11 +13,14 @@ from typing import Any
 
 import pytest
 
-from orchestrator import compose, corpus, guards, isolation, k8s, runtimes, suite
+from orchestrator import corpus, runtimes, suite
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import SandboxSpec
-from test_isolation import _spec as isolation_spec
+from orchestrator.exports import compose, k8s
+from orchestrator.isolation import folds, guards, inside
+from orchestrator.isolation.policy import GuardPolicy, GuardResult
+from test_isolation import spec_of as isolation_spec
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE_ENV = ["PATH=/usr/bin:/bin"]
@@ -45,7 +48,7 @@ def _spec(tmp_path: Path, runtime: str) -> SandboxSpec:
     return isolation_spec(tmp_path, runtime=runtime)
 
 
-def _policy(spec: SandboxSpec) -> guards.GuardPolicy:
+def _policy(spec: SandboxSpec) -> GuardPolicy:
     return Sandbox(None, spec)._policy(spec.image_id, IMAGE_ENV)  # type: ignore[arg-type]
 
 
@@ -53,7 +56,7 @@ def _facts(runtime: str, **status: Any) -> dict[str, Any]:
     return {"status": {**STATUS[runtime], **status}, "mounts": [ROOT[runtime]]}
 
 
-def _inside(policy: guards.GuardPolicy, facts: dict[str, Any]) -> dict[str, guards.GuardResult]:
+def _inside(policy: GuardPolicy, facts: dict[str, Any]) -> dict[str, GuardResult]:
     return {r.guard: r for r in guards.check_inside(policy, {"facts": facts})}
 
 
@@ -104,11 +107,11 @@ def test_runsc_reaches_the_engine_the_policy_compose_and_the_job(tmp_path: Path)
     spec = _spec(tmp_path, "runsc")
     assert spec.create_kwargs()["runtime"] == "runsc"
     assert _policy(spec).to_json()["runtime"] == "runsc"
-    assert compose._service(spec)["runtime"] == "runsc"
-    assert isolation.k8s_parts(spec)["pod"]["runtimeClassName"] == "sandbench-runsc"
+    assert compose.service(spec)["runtime"] == "runsc"
+    assert folds.k8s_parts(spec)["pod"]["runtimeClassName"] == "sandbench-runsc"
     runc = _spec(tmp_path, "runc")
     assert runc.create_kwargs()["runtime"] == "runc"
-    assert "runtimeClassName" not in isolation.k8s_parts(runc)["pod"]
+    assert "runtimeClassName" not in folds.k8s_parts(runc)["pod"]
 
 
 def test_the_job_of_a_runsc_arm_and_its_runtime_class_validate(tmp_path: Path) -> None:
@@ -151,7 +154,7 @@ def test_a_policy_recorded_before_runtimes_has_no_runtime_or_kernel_guard(
     assert "kernel" not in _inside(old, _facts("runc"))
     stored = old.to_json()
     assert "runtime" not in stored
-    assert guards.GuardPolicy.from_json(stored, Path("policy.json")).runtime is None
+    assert GuardPolicy.from_json(stored, Path("policy.json")).runtime is None
 
 
 # -- the pids limit under runsc --------------------------------------------------------------
@@ -170,11 +173,11 @@ def test_a_runsc_arm_asks_the_engine_for_more_and_states_both(tmp_path: Path) ->
     spec = _spec(tmp_path, "runsc")
     declared, asked = spec.limits.pids, runtimes.engine_pids("runsc", spec.limits.pids)
     assert asked > declared
-    assert spec.create_kwargs()["pids_limit"] == compose._service(spec)["pids_limit"] == asked
+    assert spec.create_kwargs()["pids_limit"] == compose.service(spec)["pids_limit"] == asked
     policy = _policy(spec)
     assert (policy.values["pids"], policy.values["engine_pids"]) == (declared, asked)
-    assert isolation.record_limits(spec.limits, "runsc")["pids"] == declared
-    assert isolation.record_limits(spec.limits, "runsc")["engine_pids"] == asked
+    assert folds.record_limits(spec.limits, "runsc")["pids"] == declared
+    assert folds.record_limits(spec.limits, "runsc")["engine_pids"] == asked
     checked = {r.guard: r for r in guards.check_outside(
         policy, {"HostConfig": {"PidsLimit": asked}}, {})}["pids_limit"]
     assert (checked.ok, checked.expected) == (True, asked)
@@ -184,7 +187,7 @@ def test_a_runsc_arm_asks_the_engine_for_more_and_states_both(tmp_path: Path) ->
     runc = _spec(tmp_path, "runc")
     assert runc.create_kwargs()["pids_limit"] == runc.limits.pids
     assert "engine_pids" not in _policy(runc).to_json()
-    assert "engine_pids" not in isolation.record_limits(runc.limits, "runc")
+    assert "engine_pids" not in folds.record_limits(runc.limits, "runc")
 
 
 def test_the_pids_benchmark_holds_each_count_against_the_engines_limit() -> None:
@@ -210,7 +213,7 @@ def test_a_policy_recorded_before_engine_pids_keeps_its_verdict(tmp_path: Path,
     else:
         values["runtime"] = runtime
     stored = dataclasses.replace(policy, values=values).to_json()
-    old = guards.GuardPolicy.from_json(stored, Path("policy.json"))
+    old = GuardPolicy.from_json(stored, Path("policy.json"))
     checked = {r.guard: r for r in guards.check_outside(
         old, {"HostConfig": {"PidsLimit": old.values["pids"]}}, {})}["pids_limit"]
     assert (checked.ok, checked.expected) == (True, old.values["pids"])
@@ -225,16 +228,16 @@ def test_the_kernel_guard_holds_for_the_kernel_the_runtime_gives(tmp_path: Path,
     policy = _policy(_spec(tmp_path, runtime))
     assert _inside(policy, _facts(runtime))["kernel"].ok
     wrong = _inside(policy, _facts(other))["kernel"]
-    assert not wrong.ok and wrong.found == guards.kernel_of(_facts(other))
+    assert not wrong.ok and wrong.found == inside.kernel_of(_facts(other))
 
 
 def test_a_kernel_whose_facts_disagree_is_unknown() -> None:
     """A gofer root with a NoNewPrivs line (or the reverse) is neither kernel."""
     mixed = {"status": STATUS["runc"], "mounts": [ROOT["runsc"]]}
-    assert guards.kernel_of(mixed).startswith("unknown")
-    assert guards.kernel_of({"status": STATUS["runsc"], "mounts": [ROOT["runc"]]}) \
+    assert inside.kernel_of(mixed).startswith("unknown")
+    assert inside.kernel_of({"status": STATUS["runsc"], "mounts": [ROOT["runc"]]}) \
         .startswith("unknown")
-    assert guards.kernel_of({}).startswith("unknown")
+    assert inside.kernel_of({}).startswith("unknown")
 
 
 @pytest.mark.parametrize(("guard", "line", "stands_for"), [
@@ -251,9 +254,8 @@ def test_a_line_gvisor_does_not_print_is_stood_for_only_under_runsc(
 def test_every_inside_guard_says_what_it_means_under_gvisor(tmp_path: Path) -> None:
     """No guard is skipped under runsc: each one runs, and the policy says what it means."""
     policy = _policy(_spec(tmp_path, "runsc"))
-    inside = {r.guard for r in guards.check_inside(policy, {})}
-    claimed = {g for s in isolation.SETTINGS for g in s.inside}
-    assert inside == claimed == set(guards.UNDER_GVISOR)
+    checked = {r.guard for r in guards.check_inside(policy, {})}
+    assert checked == set(folds.VERDICT_ORDER) == set(inside.UNDER_GVISOR)
 
 
 # -- the engine and the scripts --------------------------------------------------------------

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from orchestrator import arms, corpus, guards
+from orchestrator import arms, corpus
 from orchestrator.errors import InputError
 from orchestrator.kinds import ALL_KINDS
 from orchestrator.settings import PACKAGE_DIR
 from orchestrator.shared_checks import load_schema
+from orchestrator.isolation.policy import GuardPolicy
 
 REPO = PACKAGE_DIR.parent
 POLICY = Path(__file__).parent / "bad_input/fixtures/guards/rg/policy.json"
@@ -124,5 +125,5 @@ def test_the_guard_policy_schema_refuses(tmp_path: Path, edit, message: str) -> 
     edit(data)
     path = tmp_path / "policy.json"
     with pytest.raises(InputError) as err:
-        guards.GuardPolicy.from_json(data, path)
+        GuardPolicy.from_json(data, path)
     assert err.value.what == f"{path}: {message}"

@@ -2,6 +2,8 @@
 SETGID only, the tool another uid with nothing, proved from the tool's side."""
 
 from __future__ import annotations
+from orchestrator.isolation import guards, separation
+from orchestrator.isolation.policy import GuardResult
 
 import copy
 from dataclasses import replace
@@ -9,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from orchestrator import guards, separation
 from tests.unit.test_guards import HOST, INSPECT, POLICY, PROBE
 
 SPLIT = replace(POLICY, values={**POLICY.values, "executor_user": "0:0"})
@@ -31,7 +32,7 @@ SPLIT_INSPECT["Config"]["User"] = "0:0"
 SPLIT_INSPECT["HostConfig"]["CapAdd"] = ["CAP_SETGID", "CAP_SETUID"]
 
 
-def _failed(results: list[guards.GuardResult]) -> dict[str, guards.GuardResult]:
+def _failed(results: list[GuardResult]) -> dict[str, GuardResult]:
     return {r.guard: r for r in results if not r.ok}
 
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from orchestrator.isolation_values import EXECUTOR_CAP_MASK, Check
+from orchestrator.isolation.values import EXECUTOR_CAP_MASK, Check
 
 TOOL_SETS = ("CapInh", "CapPrm", "CapEff")
 EXECUTOR_SETS = ("CapPrm", "CapEff", "CapBnd")
 _ZERO_ENVIRON = re.compile(r"\d+ bytes read, 0 not zero")
 
-# What each guard means under gVisor (runsc), beside guards.UNDER_GVISOR.
+# What each guard means under gVisor (runsc), beside inside.UNDER_GVISOR.
 UNDER_GVISOR = {
     "tool_capabilities": "the sets the sandbox kernel keeps for the tool: 0 (gVisor 2022-12 "
                          "prints no CapAmb line; the ambient set is a subset of CapPrm)",
@@ -48,17 +48,15 @@ def _ids(status: dict[str, Any], key: str) -> list[str]:
     return str(status.get(key) or "").split()
 
 
-def checks(executor_user: str | None, tool_uid: int, facts: dict[str, Any]) -> list[Check]:
-    """The tool's capability sets and what the tool's uid can do to PID 1."""
+def _pid1(facts: dict[str, Any]) -> dict[str, Any]:
+    return facts.get("pid1_status") or {}
+
+
+def capability_checks(executor_user: str | None, facts: dict[str, Any]) -> list[Check]:
+    """The tool's capability sets, and PID 1's: only the executor's two."""
     if executor_user is None:
         return []
-    mine = facts.get("status") or {}
-    pid1 = facts.get("pid1_status") or {}
-    executor_uid = executor_user.split(":")[0]
-    uids = _ids(pid1, "Uid")
-    fd_opens = facts.get("pid1_fd_opens")
-    fd_opens = fd_opens if isinstance(fd_opens, dict) else {}
-    opened = fd_opens.get("opened")
+    mine, pid1 = facts.get("status") or {}, _pid1(facts)
     amb = mine.get("CapAmb")
     tool_sets = {k: mine.get(k) for k in (*TOOL_SETS, "CapAmb")}
     executor_sets = {k: pid1.get(k) for k in (*EXECUTOR_SETS, "CapInh", "CapAmb")}
@@ -66,15 +64,30 @@ def checks(executor_user: str | None, tool_uid: int, facts: dict[str, Any]) -> l
     return [
         ("tool_capabilities", "CapInh, CapPrm, CapEff 0; CapAmb 0 or no line", tool_sets,
          all(_hex(mine.get(k)) == 0 for k in TOOL_SETS) and (amb is None or _hex(amb) == 0)),
-        ("executor_uid", f"PID 1's uids all {executor_uid}, the tool's {tool_uid}",
-         {"pid1": " ".join(uids) or None, "tool": facts.get("uid")},
-         uids == [executor_uid] * 4 and facts.get("uid") == tool_uid
-         and str(tool_uid) != executor_uid),
         ("executor_capabilities", f"PID 1's CapPrm, CapEff, CapBnd {mask}; CapInh 0; CapAmb 0 "
          "or no line", executor_sets,
          all(_hex(pid1.get(k)) == EXECUTOR_CAP_MASK for k in EXECUTOR_SETS)
          and _hex(pid1.get("CapInh")) == 0
          and (pid1.get("CapAmb") is None or _hex(pid1.get("CapAmb")) == 0)),
+    ]
+
+
+def executor_checks(executor_user: str | None, tool_uid: int, facts: dict[str, Any]
+                    ) -> list[Check]:
+    """What the tool's uid can do to PID 1: read its ids, signal it, read its environment,
+    open its descriptors."""
+    if executor_user is None:
+        return []
+    executor_uid = executor_user.split(":")[0]
+    uids = _ids(_pid1(facts), "Uid")
+    fd_opens = facts.get("pid1_fd_opens")
+    fd_opens = fd_opens if isinstance(fd_opens, dict) else {}
+    opened = fd_opens.get("opened")
+    return [
+        ("executor_uid", f"PID 1's uids all {executor_uid}, the tool's {tool_uid}",
+         {"pid1": " ".join(uids) or None, "tool": facts.get("uid")},
+         uids == [executor_uid] * 4 and facts.get("uid") == tool_uid
+         and str(tool_uid) != executor_uid),
         ("executor_signal", "kill(1, 0) refused: EPERM", facts.get("pid1_signal"),
          str(facts.get("pid1_signal")).startswith("kill: EPERM")),
         ("executor_environ", "/proc/1/environ refused, or only zeros",

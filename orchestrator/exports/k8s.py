@@ -2,7 +2,7 @@
 NetworkPolicy over the run's pods and a RuntimeClass for arms under gVisor, validated against
 the Kubernetes schema of one pinned version before anything is written.
 
-Each Job holds the isolation settings' Kubernetes keys (orchestrator/isolation.py), folded
+Each Job holds the isolation settings' Kubernetes keys (isolation/table.py), folded
 from the same table and the same kind of `SandboxSpec` (`sandbox_spec.make`: image id, user,
 environment, limits, mounts and their bounds) the run creates its containers from, so a
 manifest cannot drift from the isolation a run enforces; `drift` compares a Job with a run's
@@ -20,16 +20,17 @@ from typing import Any
 
 import yaml
 
-from orchestrator import (arms, corpus, isolation, labels, run_document, runtimes, sandbox_spec,
+from orchestrator import (arms, corpus, labels, run_document, runtimes, sandbox_spec,
                           suite, workfs)
-from orchestrator.compose import PlainDumper
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_text, read_json
-from orchestrator.guards import GuardPolicy
+from orchestrator.exports.compose import PlainDumper
 from orchestrator.images import ImageLock
-from orchestrator.isolation import NODE_HELPER_DIR
-from orchestrator.isolation_values import EXECUTOR_CAPS
-from orchestrator.sandbox_spec import (ARM_MOUNTS, DOCKER_EXEC, HELPER, HelperFile, SandboxSpec,
+from orchestrator.isolation import facets, folds
+from orchestrator.isolation.policy import GuardPolicy
+from orchestrator.isolation.values import K8S_MANAGED_BY, NODE_HELPER_DIR, Job
+from orchestrator.isolation.values import HELPER_PATH as HELPER
+from orchestrator.sandbox_spec import (ARM_MOUNTS, DOCKER_EXEC, HelperFile, SandboxSpec,
                                        default_user)
 from orchestrator.settings import Settings
 
@@ -169,7 +170,7 @@ def _uid_gid(user: str) -> tuple[int, int]:
 
 
 def _run_labels(run_id: str) -> dict[str, str]:
-    return {labels.LABEL_RUN: run_id, isolation.K8S_MANAGED_BY: "sandbench"}
+    return {labels.LABEL_RUN: run_id, K8S_MANAGED_BY: "sandbench"}
 
 
 def _pin(settings: Settings, corpus_id: str) -> corpus.CorpusPin:
@@ -191,9 +192,9 @@ def pristine_claim(corpus_id: str, sha: str | None) -> str:
 def job(spec: SandboxSpec, the_suite: suite.Suite, pin: corpus.CorpusPin, image_tag: str,
         cells: int) -> dict[str, Any]:
     """One arm's Job: its pod idles under the helper as a run's container does, with every
-    isolation setting's keys (isolation.k8s_parts) in their places."""
+    isolation setting's keys (folds.k8s_parts) in their places."""
     _uid_gid(spec.user)
-    parts = isolation.k8s_parts(spec)
+    parts = folds.k8s_parts(spec)
     pod_labels = {**_run_labels(spec.run_id), **parts["labels"]}
     resources = {"limits": parts["resources"], "requests": dict(parts["resources"])}
     # Every cell of the arm at the suite's time limit, and its set-up: an idle pod that nobody
@@ -245,7 +246,7 @@ def runtime_class(runtime: str, run_id: str) -> dict[str, Any]:
     """The RuntimeClass a Job of an arm under `runtime` names: the node's containerd handler
     of that name (runsc: gVisor's containerd-shim, installed on the nodes that run them)."""
     return {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
-            "metadata": {"name": isolation.k8s_runtime_class(runtime),
+            "metadata": {"name": facets.k8s_runtime_class(runtime),
                          "labels": _run_labels(run_id)},
             "handler": runtime}
 
@@ -269,65 +270,13 @@ def manifests(settings: Settings, suite_name: str, run_dir: Path | None = None
     return docs, specs
 
 
-def _tmp_bytes(options: str) -> int | None:
-    for option in options.split(","):
-        if option.startswith("size="):
-            return int(option.removeprefix("size="))
-    return None
-
-
 def drift(manifest: dict[str, Any], policy: GuardPolicy, image_env: list[str]) -> list[str]:
     """How an arm's Job differs from the guard policy a run verified for that arm (each
-    difference as `what: policy X, manifest Y`); empty when it gives the same isolation.
-    `image_env` is the image's own ENV, which the policy's environment includes."""
-    pod = manifest["spec"]["template"]["spec"]
-    box = pod["containers"][0]
-    found_env = {**dict(e.split("=", 1) for e in image_env),
-                 **{e["name"]: e["value"] for e in box.get("env", [])}}.items()
-    security = box.get("securityContext", {})
-    volumes = {v["name"]: v for v in pod.get("volumes", [])}
-    limits = box.get("resources", {}).get("limits", {})
-    mounts = {}
-    for m in box.get("volumeMounts", []):
-        volume = volumes.get(m["name"], {})
-        storage = (volume.get("ephemeral", {}).get("volumeClaimTemplate", {}).get("spec", {})
-                   .get("resources", {}).get("requests", {}).get("storage"))
-        mounts[m["mountPath"]] = (bool(m.get("readOnly")),
-                                  int(storage) if storage is not None else None)
-    declared = {m.target: (m.read_only, m.size_bytes) for m in policy.mounts}
-    declared[HELPER] = (True, None)
-    declared["/tmp"] = (False, None)
-    helper_path = volumes.get("helper", {}).get("hostPath", {}).get("path", "")
-    pairs = [
-        ("image", policy.image_id, box.get("image")),
-        ("user", policy.executor_user or policy.user,
-         f"{security.get('runAsUser')}:{security.get('runAsGroup')}"),
-        ("tool_user", policy.user if policy.executor_user else None,
-         manifest["metadata"]["annotations"].get("sandbench.tool-user")),
-        ("env", sorted(policy.env), sorted(f"{k}={v}" for k, v in found_env)),
-        ("memory_bytes", policy.values["memory_bytes"], int(limits.get("memory", -1))),
-        ("nano_cpus", policy.values["nano_cpus"],
-         int(str(limits.get("cpu", "-1m")).removesuffix("m")) * 1_000_000),
-        ("pids", policy.values["pids"],
-         int(manifest["metadata"]["annotations"].get("sandbench.pids", -1))),
-        ("tmp_bytes", _tmp_bytes(policy.tmpfs.get("/tmp", "")),
-         int(volumes.get("tmp", {}).get("emptyDir", {}).get("sizeLimit", -1))),
-        ("mounts", dict(sorted(declared.items())), dict(sorted(mounts.items()))),
-        ("helper", Path(policy.helper.get("source", "")).name, Path(helper_path).name),
-        ("helper_sha256", policy.helper.get("sha256"),
-         manifest["metadata"]["annotations"].get("sandbench.helper.sha256")),
-        ("labels", policy.labels, {k: manifest["spec"]["template"]["metadata"]["labels"].get(k)
-                                   for k in policy.labels}),
-        ("read_only_root", True, security.get("readOnlyRootFilesystem")),
-        ("cap_drop", ["ALL"], security.get("capabilities", {}).get("drop")),
-        ("cap_add", sorted(EXECUTOR_CAPS) if policy.executor_user else [],
-         sorted(security.get("capabilities", {}).get("add") or [])),
-        ("no_new_privileges", False, security.get("allowPrivilegeEscalation")),
-        ("runtime", isolation.k8s_runtime_class(policy.runtime)
-         if policy.runtime not in (None, runtimes.RUNC) else None, pod.get("runtimeClassName")),
-    ]
-    return [f"{what}: policy {want!r}, manifest {got!r}" for what, want, got in pairs
-            if want != got]
+    difference as `what: policy X, manifest Y`, every setting's read-back in the table's
+    order); empty when it gives the same isolation. `image_env` is the image's own ENV, which
+    the policy's environment includes."""
+    return [f"{what}: policy {want!r}, manifest {got!r}" for what, want, got
+            in folds.k8s_drift(policy, Job(manifest, tuple(image_env)))]
 
 
 def _image_env(policy: GuardPolicy, job_doc: dict[str, Any]) -> list[str]:

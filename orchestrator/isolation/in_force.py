@@ -17,9 +17,10 @@ not refused: the run's disclosure says its arms ran unbounded.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
-from orchestrator.isolation_values import UNBOUNDED_ACCEPTED, Check
+from orchestrator.isolation.values import UNBOUNDED_ACCEPTED, Check
 
 WRITE_PROBE = ".sandbench-probe-writable"  # the file the probe creates and removes
 _NUMBER = re.compile(r"\d{1,20}")
@@ -27,7 +28,7 @@ _CPU_LIST = re.compile(r"\d{1,5}(?:-\d{1,5})?(?:,\d{1,5}(?:-\d{1,5})?){0,255}")
 NANO = 1_000_000_000
 KIB = 1024
 
-# What each guard means under gVisor (runsc), beside guards.UNDER_GVISOR. The probe there
+# What each guard means under gVisor (runsc), beside inside.UNDER_GVISOR. The probe there
 # reads the sandbox kernel's own cgroupfs, which shows no limit of the host's cgroup.
 UNDER_GVISOR = {
     "memory_in_force": "gVisor's cgroupfs shows no memory limit; what stands for it is "
@@ -134,20 +135,36 @@ def _writable(dirs: list[str], facts: dict[str, Any]) -> Check:
             missed or f"written in {dirs}", not missed)
 
 
-def checks(values: dict[str, Any], facts: dict[str, Any], gvisor: bool,
-           kernel_is_gvisor: bool) -> list[Check]:
-    """The memory, pids and CPU limits in force, and the tool's writes; none for a run
-    recorded before them (no `tool_writable` in its policy)."""
-    dirs = values.get("tool_writable")
-    if dirs is None:
+def _judged(values: dict[str, Any], facts: dict[str, Any], check: Callable[
+        [dict[str, Any]], Check]) -> list[Check]:
+    """One limit's check of the cgroup the probe read; none for a run recorded before these
+    guards (no `tool_writable` in its policy). Read and shown, not refused, when the user
+    accepted an engine that cannot enforce limits (see UNBOUNDED_ACCEPTED)."""
+    if values.get("tool_writable") is None:
         return []
     cgroup = facts.get("cgroup")
-    cgroup = cgroup if isinstance(cgroup, dict) else {}
-    limits = [_memory(values["memory_bytes"], cgroup, gvisor),
-              _pids(values["pids"], cgroup, gvisor, kernel_is_gvisor),
-              _cpus(values["nano_cpus"], cgroup)]
-    if values.get(UNBOUNDED_ACCEPTED) is True:  # read and shown, not refused: see the key
-        limits = [(guard, f"{expected}, or unbounded as the user accepted "
-                   f"(--accept-unbounded-limits)", found, True)
-                  for guard, expected, found, _ in limits]
-    return [*limits, _writable(list(dirs), facts)]
+    guard, expected, found, ok = check(cgroup if isinstance(cgroup, dict) else {})
+    if values.get(UNBOUNDED_ACCEPTED) is True:
+        return [(guard, f"{expected}, or unbounded as the user accepted "
+                 f"(--accept-unbounded-limits)", found, True)]
+    return [(guard, expected, found, ok)]
+
+
+def memory(values: dict[str, Any], facts: dict[str, Any], gvisor: bool) -> list[Check]:
+    return _judged(values, facts, lambda cgroup: _memory(values["memory_bytes"], cgroup, gvisor))
+
+
+def pids(values: dict[str, Any], facts: dict[str, Any], gvisor: bool,
+         kernel_is_gvisor: bool) -> list[Check]:
+    return _judged(values, facts,
+                   lambda cgroup: _pids(values["pids"], cgroup, gvisor, kernel_is_gvisor))
+
+
+def cpus(values: dict[str, Any], facts: dict[str, Any]) -> list[Check]:
+    return _judged(values, facts, lambda cgroup: _cpus(values["nano_cpus"], cgroup))
+
+
+def writable(values: dict[str, Any], facts: dict[str, Any]) -> list[Check]:
+    """The tool's writes where it must write; none for a run recorded before them."""
+    dirs = values.get("tool_writable")
+    return [] if dirs is None else [_writable(list(dirs), facts)]

@@ -1,27 +1,29 @@
 """The values the isolation policy shares with every module that uses it: the helper's paths,
-what an opt-out looks like, the Kubernetes places a setting can write, the `View` a check reads
-and the `Setting` type itself. A leaf: it imports nothing of the policy, which is the table
-of settings in `orchestrator/isolation.py`."""
+the exec paths, the users, what an opt-out looks like, the Kubernetes places a setting can
+write and the views its checks read (the engine's inspect, the helper's probe, a Kubernetes
+Job). A leaf: it imports nothing of the policy, which is the table of settings in
+`orchestrator/isolation/table.py`."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from orchestrator import labels
-
-if TYPE_CHECKING:  # the policy and the spec only arrive as arguments
-    from orchestrator.guards import GuardPolicy
-    from orchestrator.sandbox_spec import Limits, SandboxSpec
 
 # The host's static timing helper, bind-mounted read-only here in every sandbox; no image
 # provides this path, and PID 1, the probe and every exec run it by this path alone.
 HELPER_PATH = "/.sandbench/sandbench-exec"
 HELPER_IDLE = f"{HELPER_PATH} idle"
 HELPER_SERVE = f"{HELPER_PATH} serve"
+# How a measured command reaches the container: requests on PID 1's attach stream, answered
+# by the helper's `serve` (no runtime exec per call), or one `docker exec` each (the fallback,
+# chosen per run and disclosed in the report).
 RESIDENT = "resident"
+DOCKER_EXEC = "docker-exec"
+EXEC_PATHS = (RESIDENT, DOCKER_EXEC)
+TOOL_USER = "65532:65532"  # owns nothing on the host, nor in any image sandbench builds
 SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 UNCONFINED = {"seccomp=unconfined", "apparmor=unconfined", "label=disable"}
 NO_OPT_OUT = "no seccomp, apparmor or label opt-out"
@@ -84,22 +86,57 @@ class View:
                       for m in self.inspect.get("Mounts") or [])
 
 
-def nothing(*_: Any) -> dict[str, Any]:
-    return {}
+
+@dataclass(frozen=True)
+class Probe:
+    """The helper's probe from inside a container (its facts) and what the host-side
+    loopback canary saw while it ran, as the inside checks read them."""
+
+    facts: dict[str, Any]
+    canary: dict[str, Any]
+
+    @classmethod
+    def of(cls, probe: dict[str, Any]) -> Probe:
+        return cls(probe.get("facts") or {}, probe.get("canary") or {})
+
+    @property
+    def status(self) -> dict[str, Any]:
+        return self.facts.get("status") or {}
 
 
 @dataclass(frozen=True)
-class Setting:
-    """One isolation setting and every place it shows. A facet left at its default has
-    nothing to say there, and the table says why in a comment."""
+class Job:
+    """A Kubernetes Job of an arm, as a setting's read-back finds its keys again, and the
+    image's own ENV (which a run's policy includes beside the arm's environment)."""
 
-    name: str
-    create: Callable[[SandboxSpec], dict[str, Any]]  # the engine's create arguments
-    outside: Callable[[GuardPolicy, View], list[Check]]
-    inside: tuple[str, ...] = ()  # the probe's guards (guards.check_inside) that see it
-    # An exec record's `limits`, from the arm's limits and the runtime it ran under.
-    record: Callable[[Limits, str], dict[str, Any]] = nothing
-    policy: Callable[[SandboxSpec], dict[str, Any]] = nothing  # the guard policy's values
-    # The compose service's keys, from the spec and this setting's own create arguments.
-    compose: Callable[[SandboxSpec, dict[str, Any]], dict[str, Any]] = nothing
-    k8s: Callable[[SandboxSpec], dict[str, Any]] = nothing
+    manifest: dict[str, Any]
+    image_env: tuple[str, ...] = ()
+
+    @property
+    def pod(self) -> dict[str, Any]:
+        return self.manifest["spec"]["template"]["spec"]
+
+    @property
+    def box(self) -> dict[str, Any]:
+        """The arm's container."""
+        return self.pod["containers"][0]
+
+    @property
+    def security(self) -> dict[str, Any]:
+        return self.box.get("securityContext", {})
+
+    @property
+    def limits(self) -> dict[str, Any]:
+        return self.box.get("resources", {}).get("limits", {})
+
+    @property
+    def volumes(self) -> dict[str, Any]:
+        return {v["name"]: v for v in self.pod.get("volumes", [])}
+
+    @property
+    def annotations(self) -> dict[str, Any]:
+        return self.manifest["metadata"]["annotations"]
+
+    @property
+    def pod_labels(self) -> dict[str, Any]:
+        return self.manifest["spec"]["template"]["metadata"]["labels"]

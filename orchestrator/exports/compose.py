@@ -1,6 +1,6 @@
 """Compose files equivalent to a suite's containers, for auditors and hand reruns.
 
-Each service is the isolation settings' compose keys (orchestrator/isolation.py), folded from
+Each service is the isolation settings' compose keys (isolation/table.py), folded from
 the same table and the same `SandboxSpec` the run's create arguments come from, so the file
 cannot drift from what the engine is asked for. It is written by PyYAML, keys sorted, so the
 same suite gives the same bytes. What differs per host (image ids, the run's work dir, the
@@ -15,10 +15,12 @@ from typing import Any
 
 import yaml
 
-from orchestrator import arms, images, isolation, mcp, run_document, sandbox_spec, suite
+from orchestrator import arms, images, mcp, run_document, sandbox_spec, suite
 from orchestrator.errors import SandbenchError
 from orchestrator.fsutil import atomic_write_text
-from orchestrator.sandbox_spec import HELPER, HelperFile, default_user
+from orchestrator.isolation import facets, folds
+from orchestrator.isolation.values import HELPER_PATH as HELPER
+from orchestrator.sandbox_spec import HelperFile, default_user
 from orchestrator.settings import Settings
 
 HEADER = """\
@@ -49,15 +51,15 @@ class PlainDumper(yaml.SafeDumper):
         return True
 
 
-def _yaml(value: Any) -> str:
+def block_yaml(value: Any) -> str:
     """Block YAML, keys sorted and lines never folded, so a suite's file is the same bytes
     on every machine."""
     return yaml.dump(value, Dumper=PlainDumper, sort_keys=True, default_flow_style=False,
                      width=1 << 16, allow_unicode=True)
 
 
-def _service(spec: sandbox_spec.SandboxSpec) -> dict[str, Any]:
-    return {**isolation.compose_service(spec), "working_dir": spec.workdir}
+def service(spec: sandbox_spec.SandboxSpec) -> dict[str, Any]:
+    return {**folds.compose_service(spec), "working_dir": spec.workdir}
 
 
 def render(settings: Settings, suite_name: str) -> str:
@@ -68,13 +70,13 @@ def render(settings: Settings, suite_name: str) -> str:
                                  helper=HelperFile(Path("/"), ""),
                                  mounts=sandbox_spec.arm_mounts(lambda _: Path("/")),
                                  runtime=the_suite.runtime.of(arm.name))
-        services[arm.name] = _service(spec)
+        services[arm.name] = service(spec)
         if arm.mcp is not None:
             services[arm.name]["x-sandbench-mcp"] = {
                 "client": mcp.CLIENT, **arm.mcp.to_json(),
                 "calls": {kind: call.to_json() for kind, call in sorted(arm.calls.items())}}
     return (HEADER.format(suite=suite_name, helper=HELPER, client=mcp.CLIENT)
-            + _yaml({"services": services}))
+            + block_yaml({"services": services}))
 
 
 def env_file(settings: Settings, suite_name: str, work: Path | None) -> str:
@@ -91,7 +93,7 @@ def env_file(settings: Settings, suite_name: str, work: Path | None) -> str:
         if image_id is None:
             lines.append(f"# {arm.name}: image {arm.image!r} is not built on this host")
         fallback = f"sandbench/{arm.image}:not-built"
-        lines.append(f"{isolation.image_var(arm.name)}={image_id or fallback}")
+        lines.append(f"{facets.image_var(arm.name)}={image_id or fallback}")
     lines.append(f"SANDBENCH_USER={default_user()}")
     return "\n".join(lines) + "\n"
 
