@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from orchestrator import engine_pool, images, placement, run
+from orchestrator import images, placement
+from orchestrator.run import plan, pool
 from orchestrator.cli._common import (BenchRoot, Json, emit_json, seconds_text, settings, show,
                                       size_text, table, yes_no)
 from orchestrator.cli._help import Command, Group
@@ -39,8 +40,8 @@ def build(names: list[str] = typer.Argument(None, metavar="NAME",
     artifacts = images.parse_artifacts(artifact or [])
     wanted = list(names or ())
     if suite is not None:
-        here = engine_pool.Member(engine_address(), None, {})  # type: ignore[arg-type]
-        wanted += [n for n in [*run.suite_images(cfg, suite), *placement.engine_images(here)]
+        here = pool.Member(engine_address(), None, {})  # type: ignore[arg-type]
+        wanted += [n for n in [*plan.suite_images(cfg, suite), *placement.engine_images(here)]
                    if n not in wanted]
     engine = None if dry_run else Engine.connect()
     outcomes = images.build(engine, cfg, wanted, dry_run=dry_run, artifacts=artifacts,
