@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 
 from orchestrator.cli import _common, app
 from orchestrator.cli import images as images_cli
-from orchestrator.run.pool import ON_REFUSED
 from orchestrator.guards import GuardResult
-from orchestrator.sandbox_spec import EXEC_PATHS
 from orchestrator.run import pool
+from orchestrator.run.pool import ON_REFUSED
+from orchestrator.sandbox_spec import EXEC_PATHS
 
 FIXTURES = Path(__file__).parent / "bad_input" / "fixtures"
 
