@@ -46,7 +46,7 @@ def _grades(run_dir: Path, settings: Settings) -> dict[str, Any]:
 def _timed(engine: Engine, settings: Settings, members: list[pool.Member] | None
            ) -> tuple[float, Path]:
     began = time.monotonic()
-    run_dir = runner.run(settings, RunOptions("demo", jobs=JOBS), members)
+    run_dir = runner.run(settings, RunOptions("demo", jobs=JOBS), members or [pool.one(engine)])
     return time.monotonic() - began, run_dir
 
 

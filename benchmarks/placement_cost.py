@@ -34,7 +34,7 @@ def _member(engine: Engine, settings: Settings, run_id: str, mounts_here: bool
             ) -> pool.Member:
     """This engine as a run's member, its placement the one asked for (engine-made as for a
     user who may not loop-mount here)."""
-    one = pool.Member(engine.address, engine, pool.facts(engine, engine.address))
+    one = pool.one(engine)
     one.mounts_here = mounts_here
     placement.open_engine(one, settings, run_id)
     return one
