@@ -102,14 +102,10 @@ def _seal_problems(the_plan: Plan, settings: Settings) -> list[Problem]:
     problems: list[Problem] = []
     name = the_plan.suite.name
     diffs = attempt(problems, lambda: suite.verify_seal(the_plan.suite, settings)) or []
-    return problems + [Problem(f"suite {name!r}: {d.file} changed since the seal (sealed "
-                               f"{d.expected}, now {d.found}) (fix: review the change, then: "
-                               f"sandbench suite seal {name})", 2,
-                               InputError(f"suite {name!r}: {d.file} changed since the seal "
-                                          f"(sealed {d.expected}, now {d.found})",
-                                          fix=f"review the change, then: sandbench suite "
-                                              f"seal {name}", file=d.file))
-                       for d in diffs]
+    return problems + [Problem.of(InputError(
+        f"suite {name!r}: {d.file} changed since the seal (sealed {d.expected}, now {d.found})",
+        fix=f"review the change, then: sandbench suite seal {name}", file=d.file))
+        for d in diffs]
 
 
 def runtime_problems(the_plan: Plan, override: str | None, engines: Sequence[Engine]

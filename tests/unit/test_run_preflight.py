@@ -6,6 +6,7 @@ same way (one engine is a pool of one)."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from orchestrator.cli import app
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.run import pool, preflight
 from orchestrator.run.options import RunOptions
+from orchestrator.run.plan import plan
 from orchestrator.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,3 +71,18 @@ def test_with_or_without_engine_the_preflight_connects_the_pool(
     assert any("corpus 'demo' is not fetched" in p.text for p in checked.problems)
     with pytest.raises(SandbenchError, match="corpus 'demo' is not fetched"):
         checked.ready()
+
+
+def test_a_broken_seal_is_one_problem_with_the_error_the_run_raises(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    settings = Settings(project_root=REPO, bench_root=tmp_path / "b")
+    the_plan = plan(settings, "demo")
+    changed = SimpleNamespace(file="suites/demo/suite.toml", expected="aa", found="bb")
+    monkeypatch.setattr(preflight.suite, "verify_seal", lambda *_: [changed])
+    (problem,) = [p for p in preflight.plan_problems(the_plan, settings, None, [])
+                  if "seal" in p.text]
+    assert problem.text == ("suite 'demo': suites/demo/suite.toml changed since the seal "
+                            "(sealed aa, now bb) (fix: review the change, then: sandbench "
+                            "suite seal demo)")
+    assert problem.exit_code == 2 and isinstance(problem.error, InputError)
+    assert preflight.could_not_start([problem]) is problem.error
