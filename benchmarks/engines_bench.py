@@ -20,13 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.second_engine import second_dockerd
-from orchestrator import engine_pool, log, run
+from orchestrator import log
 from orchestrator.exports import k8s
 from orchestrator.engine import Engine, engine_address
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.images import ImageLock
 from orchestrator.score import scorer
 from orchestrator.settings import Settings, load_settings
+from orchestrator.run import plan as run_plan
+from orchestrator.run import pool, ready, runner
+from orchestrator.run.options import RunOptions
 
 JOBS = 2
 # One-engine and two-engine runs alternate, so that a change of the machine's load (it is
@@ -41,10 +44,10 @@ def _grades(run_dir: Path, settings: Settings) -> dict[str, Any]:
             for c in scores["cells"]}
 
 
-def _timed(engine: Engine, settings: Settings, members: list[engine_pool.Member] | None
+def _timed(engine: Engine, settings: Settings, members: list[pool.Member] | None
            ) -> tuple[float, Path]:
     began = time.monotonic()
-    run_dir = run.execute(engine, settings, "demo", jobs=JOBS, members=members)
+    run_dir = runner.run(settings, RunOptions("demo", jobs=JOBS), members or [pool.one(engine)])
     return time.monotonic() - began, run_dir
 
 
@@ -52,15 +55,15 @@ def main() -> dict[str, Any]:
     settings = load_settings()
     engine = Engine.connect()
     lock = ImageLock.load(settings.images_lock)
-    plan = run.plan(settings, "demo", engine=engine)
+    plan = run_plan.plan(settings, "demo", engine=engine)
     names = sorted({a.spec.image for a in plan.available} | {"base"})
     with second_dockerd(tls=True) as fresh:
         assert fresh.certs is not None and fresh.tcp_url is not None
         os.environ.update(DOCKER_TLS_VERIFY="1", DOCKER_CERT_PATH=str(fresh.certs))
-        members = engine_pool.connect([engine_address(), fresh.url])
-        far = engine_pool.connect([engine_address(), fresh.tcp_url])
+        members = pool.connect([engine_address(), fresh.url])
+        far = pool.connect([engine_address(), fresh.tcp_url])
         began = time.monotonic()
-        engine_pool.bring_images(members[1], members, settings, names,
+        ready.bring_images(members[1], members, settings, names,
                                  settings.bench_root / "transfer")
         import_s = time.monotonic() - began
         one, two, remote = [], [], []

@@ -23,23 +23,24 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import publish
-from orchestrator import arms, corpus, engine_pool, one_sandbox, placement, rundir
+from orchestrator import arms, corpus, one_sandbox, placement, rundir
 from orchestrator.engine import Engine
 from orchestrator.sandbox_spec import default_user
 from orchestrator.settings import Settings, load_settings
+from orchestrator.run import pool
 
 
 def _member(engine: Engine, settings: Settings, run_id: str, mounts_here: bool
-            ) -> engine_pool.Member:
+            ) -> pool.Member:
     """This engine as a run's member, its placement the one asked for (engine-made as for a
     user who may not loop-mount here)."""
-    one = engine_pool.Member(engine.address, engine, engine_pool.facts(engine, engine.address))
+    one = pool.one(engine)
     one.mounts_here = mounts_here
     placement.open_engine(one, settings, run_id)
     return one
 
 
-def set_up_once(one: engine_pool.Member, settings: Settings, arm: arms.ArmSpec,
+def set_up_once(one: pool.Member, settings: Settings, arm: arms.ArmSpec,
                 pristine: tuple[Path, corpus.CorpusPin], run_id: str, run_dir: Path) -> float:
     """Seconds for one arm's whole set-up and take-down on `one`'s placement."""
     began = time.monotonic()

@@ -37,10 +37,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator import log, run
+from orchestrator import log
 from orchestrator.engine import Engine
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.settings import Settings, load_settings
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 
 JOBS = (1, 2)
 
@@ -49,7 +51,7 @@ def timed_run(engine: Engine, settings: Settings, jobs: int) -> dict[str, Any]:
     """One run of the demo suite and what its records say about where the time went."""
     began_at = datetime.now(UTC)
     began = time.monotonic()
-    run_dir = run.execute(engine, settings, "demo", jobs=jobs)
+    run_dir = runner.run(settings, RunOptions("demo", jobs=jobs), [pool.one(engine)])
     return where_time_went(Path(run_dir), time.monotonic() - began, began_at, jobs)
 
 

@@ -33,12 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.sandbox_bench import ms, synth_corpus
-from orchestrator import arms, images, log, run, runtimes, suite, workfs
+from orchestrator import arms, images, log, runtimes, suite, workfs
 from orchestrator.engine import Engine
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import SandboxSpec, default_user, for_arm
 from orchestrator.settings import Settings, load_settings
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 
 RUNTIMES = (runtimes.RUNC, runtimes.RUNSC)
 RG_ARGV = ["rg", "-n", "-w", "-c", "ledger", "/corpus"]
@@ -148,7 +150,7 @@ def _demo(engine: Engine, settings: Settings, figures: dict[str, Any]) -> None:
 def _demo_runs(engine: Engine, settings: Settings, figures: dict[str, Any]) -> None:
     for rt in RUNTIMES:
         began = time.monotonic()
-        run_dir = Path(run.execute(engine, settings, "demo", runtime=rt))
+        run_dir = Path(runner.run(settings, RunOptions("demo", runtime=rt), [pool.one(engine)]))
         figures[f"demo_{rt}_s"] = round(time.monotonic() - began, 2)
         meta = json.loads((run_dir / "run.json").read_text())
         refused = sorted(a for a, d in meta["arms"].items() if d.get("refused"))

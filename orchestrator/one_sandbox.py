@@ -1,5 +1,5 @@
 """One arm's sandbox outside a run (`sandbox check`, `sandbox exec`, `truth build`): made
-where a run would make it. The engine is a pool of one (`engine_pool.Member`), its placement
+where a run would make it. The engine is a pool of one (`run.pool.one`), its placement
 decided from what this process and that engine can do, so a member of the docker group gets
 file systems the engine makes where root would loop-mount them here, and root is needed only
 by the placement that needs it."""
@@ -11,10 +11,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from orchestrator import corpus, engine_pool, placement, runtimes, workfs
+from orchestrator import corpus, placement, runtimes, workfs
 from orchestrator.arms import ArmSpec
 from orchestrator.engine import Engine
 from orchestrator.images import ImageLock
+from orchestrator.run import pool
 from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import RESIDENT
 from orchestrator.settings import Settings
@@ -22,12 +23,12 @@ from orchestrator.settings import Settings
 
 @contextmanager
 def member(engine: Engine, settings: Settings, run_id: str, user: str
-           ) -> Iterator[engine_pool.Member]:
+           ) -> Iterator[pool.Member]:
     """The engine as a run's only member, made ready as a run makes it (its ids learnt, the
     run's place there opened), without a pre-flight: the caller verifies its own sandbox.
     What was opened there is taken down on the way out: nothing of a one-off is resumed."""
-    one = engine_pool.Member(engine.address, engine, engine_pool.facts(engine, engine.address))
-    engine_pool.learn_ids(one, settings, user, run_id)
+    one = pool.one(engine)
+    pool.learn_ids(one, settings, user, run_id)
     placement.open_engine(one, settings, run_id)
     try:
         yield one
@@ -36,7 +37,7 @@ def member(engine: Engine, settings: Settings, run_id: str, user: str
 
 
 @contextmanager
-def arm_sandbox(one: engine_pool.Member, settings: Settings, arm: ArmSpec, run_id: str,
+def arm_sandbox(one: pool.Member, settings: Settings, arm: ArmSpec, run_id: str,
                 run_dir: Path, user: str, *, runtime: str = runtimes.DEFAULT,
                 pristine: tuple[Path, corpus.CorpusPin] | None = None) -> Iterator[Sandbox]:
     """The arm's sandbox on fresh file systems of its placement, with a copy of the pristine

@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import arms as arms_mod
-from orchestrator import engine_pool, images, log, one_sandbox, rundir, runtimes
+from orchestrator import images, log, one_sandbox, rundir, runtimes
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.images import ImageLock
 from orchestrator.isolation import guards
 from orchestrator.isolation.policy import GuardResult
+from orchestrator.run import pool
 from orchestrator.sandbox_spec import default_user
 from orchestrator.settings import Settings
 from orchestrator.transcripts import ExecRecord
@@ -56,7 +57,7 @@ def check(engine: Engine, settings: Settings, names: list[str],
     return run_dir, checks
 
 
-def _check_arm(one: engine_pool.Member, settings: Settings, arm: arms_mod.ArmSpec,
+def _check_arm(one: pool.Member, settings: Settings, arm: arms_mod.ArmSpec,
                run_id: str, run_dir: Path, runtime: str) -> ArmCheck:
     with one_sandbox.arm_sandbox(one, settings, arm, run_id, run_dir, default_user(),
                                  runtime=runtime) as box:

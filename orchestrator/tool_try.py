@@ -1,8 +1,8 @@
 """`sandbench sandbox try ARM --suite SUITE`: the loop of a tool author writing an arm file.
 
 Each task of a sealed suite gets the arm's command exactly as a run renders it
-(`cells.task_argv`); unless only rendering, each command runs once in the arm's sandbox, made
-and verified as `sandbox exec` makes it (`one_sandbox`: a private copy of the corpus, every
+(`run.measure.task_argv`); unless only rendering, each command runs once in the arm's sandbox,
+made and verified as `sandbox exec` makes it (`one_sandbox`: a private copy of the corpus, every
 guard verified), and what the arm's parser reads of its output is shown, read and graded by
 the scorer's own functions (`score.cell.read_output`, `score.cell.grade_reading`). Nothing
 here is a measurement: one invocation per task, no reps, no run document; the transcripts
@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator import arms, cells, corpus, log, one_sandbox, rundir, suite
+from orchestrator import arms, corpus, log, one_sandbox, rundir, suite
 from orchestrator.engine import Engine
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.images import ImageLock
 from orchestrator.kinds import EDGE_KINDS
+from orchestrator.run import measure
 from orchestrator.run_document import SETUP_CELL
 from orchestrator.sandbox_spec import default_user
 from orchestrator.score.cell import Reading, grade_reading, read_output
@@ -111,9 +112,9 @@ def render(spec: arms.ArmSpec, task: suite.Task) -> Rendered:
                           f"[not_attempted.{task.kind}]: a run of this suite refuses the arm"})
     command = "task" if spec.name in task.commands else "arm"
     if spec.mcp is not None:
-        call = cells.task_call(spec, task)
+        call = measure.task_call(spec, task)
         return Rendered(task, command, (), call.to_json(), None)
-    return Rendered(task, command, tuple(cells.task_argv(spec, task)), None, None)
+    return Rendered(task, command, tuple(measure.task_argv(spec, task)), None, None)
 
 
 # -- one exec per task ---------------------------------------------------------------------
@@ -147,8 +148,9 @@ def run(connect: Callable[[], Engine], settings: Settings, planned: Planned,
     if spec.mcp is not None:
         raise SandbenchError(
             f"arm {spec.name!r} speaks MCP: sandbox try runs only command arms",
-            why="a run measures an MCP arm in sessions of its own loop (orchestrator/cells.py), "
-                "which runs a whole arm and cannot be called for one task",
+            why="a run measures an MCP arm in sessions of its own loop "
+                "(orchestrator/run/measure.py), which runs a whole arm and cannot be called "
+                "for one task",
             fix=f"see the calls: sandbench sandbox try {spec.name} --suite {the_suite.name} "
                 "--render-only; run them: sandbench run "
                 f"{the_suite.name} --arm {spec.name}")

@@ -74,7 +74,7 @@ class IdMap:
             raise SandbenchError(f"engine {facts.get('url')} remaps its containers' ids and "
                                  "its mapping was not read", why="files made for its "
                                  "containers would be owned by ids they cannot write",
-                                 fix="engine_pool.learn_ids before its arms' files are made")
+                                 fix="run.pool.learn_ids before its arms' files are made")
         return cls(_ranges(found["uid_map"]), _ranges(found["gid_map"]))
 
     def to_json(self) -> dict[str, Any]:

@@ -33,14 +33,15 @@ def build(names: list[str] = typer.Argument(None, metavar="NAME",
                                         "parent)."),
           bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Build images whose recipe changed or whose image is missing; skip the rest."""
-    from orchestrator import engine_pool, images, placement, run
+    from orchestrator import images, placement
+    from orchestrator.run import plan, pool
     from orchestrator.engine import Engine, engine_address
     cfg = settings(bench_root)
     artifacts = images.parse_artifacts(artifact or [])
     wanted = list(names or ())
     if suite is not None:
-        here = engine_pool.Member(engine_address(), None, {})  # type: ignore[arg-type]
-        wanted += [n for n in [*run.suite_images(cfg, suite), *placement.engine_images(here)]
+        here = pool.Member(engine_address(), None, {})  # type: ignore[arg-type]
+        wanted += [n for n in [*plan.suite_images(cfg, suite), *placement.engine_images(here)]
                    if n not in wanted]
     engine = None if dry_run else Engine.connect()
     outcomes = images.build(engine, cfg, wanted, dry_run=dry_run, artifacts=artifacts,

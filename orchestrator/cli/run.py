@@ -32,7 +32,7 @@ class Runtime(StrEnum):
 
 
 class OnEngineRefused(StrEnum):
-    """--on-engine-refused: what a refused engine does to the run (engine_pool.ON_REFUSED,
+    """--on-engine-refused: what a refused engine does to the run (run.pool.ON_REFUSED,
     spelled here so that the help needs no engine client; test_cli holds them equal)."""
 
     move = "move"
@@ -82,30 +82,25 @@ def run(suite: str = SuiteName,
     """Run a sealed suite. Arms run one after another unless --jobs says otherwise. Exits 3,
     naming each refused arm and why on stderr, when the run finished with arms its isolation
     guards refused (status refused-arms: the arms that ran are scored)."""
-    from orchestrator import engine_pool, run_document
-    from orchestrator import run as run_mod
+    from orchestrator import run_document
     from orchestrator.cli import progress
-    from orchestrator.cli.dry_run import Options, dry_run
-    from orchestrator.engine import Engine
+    from orchestrator.cli.dry_run import dry_run
+    from orchestrator.run import preflight, runner
+    from orchestrator.run.options import RunOptions
     cfg = settings(bench_root)
-    exec_path_value = exec_path.value if exec_path is not None else None
+    options = RunOptions(suite, tuple(arm or ()), resume, jobs,
+                         exec_path.value if exec_path is not None else None,
+                         tuple(engine_urls or ()), insecure_engine, on_engine_refused.value,
+                         runtime.value if runtime is not None else None,
+                         accept_unbounded_limits)
+    checked = preflight.check(cfg, options)
     if check_only:
-        dry_run(cfg, Options(suite, arm, resume, exec_path_value, engine_urls, insecure_engine,
-                             on_engine_refused.value,
-                             runtime.value if runtime is not None else None,
-                             accept_unbounded_limits), as_json)
+        dry_run(checked, options, as_json)
         return
-    members = engine_pool.connect(engine_urls, insecure_engine) if engine_urls else None
-    engine = members[0].engine if members else Engine.connect()
-    plan = run_mod.plan(cfg, suite, arm or None, engine)
-    on_cell, close = progress.for_run(plan.available, jobs, as_json, resume)
+    the_plan, _ = checked.ready()
+    on_cell, close = progress.for_run(the_plan.available, jobs, as_json, resume)
     try:
-        run_dir = run_mod.execute(engine, cfg, suite, resume=resume, jobs=jobs,
-                                  only=arm or None, progress=on_cell,
-                                  exec_path=exec_path_value, members=members,
-                                  on_refused=on_engine_refused.value,
-                                  runtime=runtime.value if runtime is not None else None,
-                                  accept_unbounded_limits=accept_unbounded_limits)
+        run_dir = runner.execute(cfg, options, checked, on_cell)
     finally:
         close()
     doc = run_document.read(run_dir)

@@ -22,7 +22,7 @@ from orchestrator.settings import Settings
 from orchestrator.untrusted import walk
 
 if TYPE_CHECKING:
-    from orchestrator.engine_pool import Member
+    from orchestrator.run.pool import Member
 
 logger = log.get(__name__)
 

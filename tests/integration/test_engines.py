@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from benchmarks.second_engine import SecondEngine
-from orchestrator import corpus, engine_pool, run
+from orchestrator import corpus
 from orchestrator.engine import Engine, engine_address
 from orchestrator.errors import SandbenchError
 from orchestrator.settings import Settings
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.integration.conftest import grades_and_bytes
 
 pytestmark = pytest.mark.integration
@@ -23,9 +25,9 @@ pytestmark = pytest.mark.integration
 def test_two_engines_one_lost_mid_run_resume_on_the_other_equals_one_engine(
         engine: Engine, bench: Settings, second_engine: SecondEngine) -> None:
     corpus.fetch(corpus.load_lock(corpus.lock_path(bench))["demo"], bench)
-    one_engine = run.execute(engine, bench, "demo")
+    one_engine = runner.run(bench, RunOptions("demo"), [pool.one(engine)])
 
-    members = engine_pool.connect([engine_address(), second_engine.url])
+    members = pool.connect([engine_address(), second_engine.url])
     first, second = (m.id for m in members)
     seen: dict[str, int] = {}
 
@@ -41,8 +43,7 @@ def test_two_engines_one_lost_mid_run_resume_on_the_other_equals_one_engine(
         return next(p for p in bench.runs_dir.glob("run-demo-*") if p != one_engine)
 
     with pytest.raises(SandbenchError) as caught:
-        run.execute(engine, bench, "demo", members=members,
-                    progress=kill_the_second_engine_mid_arm)
+        runner.run(bench, RunOptions("demo"), members, progress=kill_the_second_engine_mid_arm)
     assert seen, f"no cell ran on the second engine: {caught.value.render()}"
     assert "--resume" in (caught.value.fix or "")
     two = run_dir()
@@ -53,8 +54,7 @@ def test_two_engines_one_lost_mid_run_resume_on_the_other_equals_one_engine(
     assert meta["engines"][second]["images_imported_s"]  # the fresh engine got the images
 
     # Resume on the first engine alone: the lost engine's arms move there.
-    run.execute(engine, bench, "demo", resume=two,
-                members=engine_pool.connect([engine_address()]))
+    runner.run(bench, RunOptions("demo", resume=two), pool.connect([engine_address()]))
     meta = json.loads((two / "run.json").read_text())
     assert meta["status"] == "complete"
     for arm in moved:

@@ -17,10 +17,13 @@ from pathlib import Path
 import pytest
 
 from benchmarks.second_engine import SecondEngine
-from orchestrator import cleanup, engine_pool, mcp, run, suite, transcripts
+from orchestrator import cleanup, mcp, suite, transcripts
 from orchestrator.engine import Engine, engine_address
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
+from orchestrator.run import plan as run_plan
+from orchestrator.run import pool, ready, runner
+from orchestrator.run.options import RunOptions
 from tests.integration.conftest import project_copy
 
 pytestmark = pytest.mark.integration
@@ -60,7 +63,7 @@ def _grades(run_dir: Path, settings: Settings) -> dict[tuple[str, str], tuple]:
 
 
 def _assert_each_cell_once(run_dir: Path, settings: Settings) -> None:
-    plan = run.plan(settings, "demo")
+    plan = run_plan.plan(settings, "demo")
     for arm in plan.available:
         sessions = sorted((run_dir / "cells" / arm.name).glob(f"*/{mcp.SESSION}/record.json"))
         records = sorted(set((run_dir / "cells" / arm.name).glob("*/*/record.json"))
@@ -100,7 +103,7 @@ def test_sigkill_at_ten_seeded_points_then_resume_equals_an_unbroken_run(
     assert meta["status"] == "complete" and len(meta["resumes"]) >= 1
     _assert_each_cell_once(run_dir, settings)
     assert cleanup.find(engine, run_id=meta["run_id"]) == []
-    unbroken = run.execute(engine, settings, "demo")
+    unbroken = runner.run(settings, RunOptions("demo"), [pool.one(engine)])
     assert _grades(run_dir, settings) == _grades(unbroken, settings)
 
 
@@ -130,7 +133,7 @@ def test_a_hang_a_failure_and_garbage_are_classified_and_the_run_goes_on(
     settings = project_copy(built, tmp_path)
     (settings.arms_dir / "faulty.toml").write_text(FAULTY_ARM)
     _only_arms(settings, ["rg", "faulty"])
-    run_dir = run.execute(engine, settings, "demo")
+    run_dir = runner.run(settings, RunOptions("demo"), [pool.one(engine)])
     setup = transcripts.read_record(run_dir / "cells" / "faulty" / "_setup" / "record.json")
     assert setup.outcome == "timeout" and setup.exit["timed_out"]
     scores = scorer.score_run(run_dir, settings.suite_dir("demo"))
@@ -193,8 +196,8 @@ def test_an_engine_restart_mid_run_loses_no_cell(engine: Engine, built: Settings
     started again mid-run. The shared engine is never signalled."""
     settings = project_copy(built, tmp_path)
     _only_arms(settings, ["rg"])
-    members = engine_pool.connect([second_engine.url, engine_address()])
-    engine_pool.bring_images(members[0], members, settings, ["base", "rg"],
+    members = pool.connect([second_engine.url, engine_address()])
+    ready.bring_images(members[0], members, settings, ["base", "rg"],
                              settings.bench_root / "transfer")
     env = {**_env(settings), "DOCKER_HOST": second_engine.url}
     env.pop("SANDBENCH_ENGINES", None)

@@ -8,12 +8,14 @@ import json
 import pytest
 import yaml
 
-from orchestrator import corpus, run
+from orchestrator import corpus
 from orchestrator.engine import Engine
 from orchestrator.errors import SandbenchError
 from orchestrator.isolation.policy import GuardPolicy
 from orchestrator.settings import Settings
 from orchestrator.exports import k8s
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 
 pytestmark = pytest.mark.integration
 
@@ -21,7 +23,7 @@ pytestmark = pytest.mark.integration
 def test_the_jobs_give_each_arm_the_isolation_its_run_verified(engine: Engine,
                                                                  bench: Settings) -> None:
     corpus.fetch(corpus.load_lock(corpus.lock_path(bench))["demo"], bench)
-    run_dir = run.execute(engine, bench, "demo", only=["rg"])
+    run_dir = runner.run(bench, RunOptions("demo", arms=("rg",)), [pool.one(engine)])
     path, count = k8s.export(bench, "demo", run_dir)
     docs = list(yaml.safe_load_all(path.read_text()))
     assert count == len(docs) == 2  # the deny-all policy and the one arm the run ran

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from benchmarks.podman_engine import PodmanService, podman_service
-from orchestrator import corpus, engine_pool, images, podman, run
+from orchestrator import corpus, images, podman
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.images import transfer
@@ -30,6 +30,8 @@ from orchestrator.sandbox import Sandbox
 from orchestrator.sandbox_spec import HelperFile, Mount, SandboxSpec, default_user
 from orchestrator.settings import Settings
 from orchestrator.isolation import guards
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.integration.conftest import grades_and_bytes
 
 pytestmark = pytest.mark.integration
@@ -57,9 +59,9 @@ def podman_engine(service: PodmanService) -> Engine:
 
 def test_podman_is_told_from_docker(engine: Engine, podman_engine: Engine) -> None:
     assert (engine.dialect, podman_engine.dialect) == (podman.DOCKER, podman.PODMAN)
-    assert engine_pool.facts(podman_engine, "unix:///x")["dialect"] == podman.PODMAN
+    assert pool.facts(podman_engine, "unix:///x")["dialect"] == podman.PODMAN
     # Podman answers a new random ID each time: the engine's identity must not follow it.
-    assert len({engine_pool.facts(podman_engine, "unix:///x")["id"] for _ in range(2)}) == 1
+    assert len({pool.facts(podman_engine, "unix:///x")["id"] for _ in range(2)}) == 1
 
 
 def test_a_root_file_system_loads_there_under_its_tag_with_the_id_its_config_makes(
@@ -97,9 +99,8 @@ def test_the_demo_on_podman_grades_as_on_docker(engine: Engine, bench: Settings,
                                                 tmp_path: Path) -> None:
     corpus.fetch(corpus.load_lock(corpus.lock_path(bench))["demo"], bench)
     _to_podman(bench, engine, podman_engine, tmp_path, ARMS)
-    on_docker = run.execute(engine, bench, "demo", only=ARMS)
-    on_podman = run.execute(podman_engine, bench, "demo", only=ARMS,
-                            members=engine_pool.connect([service.url]))
+    on_docker = runner.run(bench, RunOptions("demo", arms=tuple(ARMS)), [pool.one(engine)])
+    on_podman = runner.run(bench, RunOptions("demo", arms=tuple(ARMS)), pool.connect([service.url]))
     meta = json.loads((on_podman / "run.json").read_text())
     assert meta["status"] == "complete"
     (record,) = meta["engines"].values()

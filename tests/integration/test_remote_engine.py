@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 
 from benchmarks.second_engine import SecondEngine, second_dockerd
-from orchestrator import corpus, engine_pool, remote, run
+from orchestrator import corpus, remote
 from orchestrator.engine import Engine, engine_address
 from orchestrator.errors import SandbenchError
 from orchestrator.settings import Settings
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.integration.conftest import grades_and_bytes
 
 pytestmark = pytest.mark.integration
@@ -48,12 +50,12 @@ def tls_engine(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[Seco
 def test_arms_on_an_engine_of_another_host_run_on_its_own_files_and_grade_the_same(
         engine: Engine, bench: Settings, tls_engine: SecondEngine) -> None:
     corpus.fetch(corpus.load_lock(corpus.lock_path(bench))["demo"], bench)
-    local = run.execute(engine, bench, "demo", only=ARMS)
+    local = runner.run(bench, RunOptions("demo", arms=tuple(ARMS)), [pool.one(engine)])
 
-    members = engine_pool.connect([engine_address(), str(tls_engine.tcp_url)])
+    members = pool.connect([engine_address(), str(tls_engine.tcp_url)])
     far = members[1]
     assert not far.local and far.facts["on_this_host"] is False
-    spread = run.execute(engine, bench, "demo", only=ARMS, members=members)
+    spread = runner.run(bench, RunOptions("demo", arms=tuple(ARMS)), members)
 
     meta = json.loads((spread / "run.json").read_text())
     assert meta["status"] == "complete"
@@ -89,8 +91,8 @@ def test_arms_on_an_engine_of_another_host_run_on_its_own_files_and_grade_the_sa
 def test_an_engine_of_another_host_lost_mid_arm_resumes_here_with_its_setup_built_again(
         engine: Engine, bench: Settings, tls_engine: SecondEngine) -> None:
     corpus.fetch(corpus.load_lock(corpus.lock_path(bench))["demo"], bench)
-    local = run.execute(engine, bench, "demo", only=ARMS)
-    members = engine_pool.connect([engine_address(), str(tls_engine.tcp_url)])
+    local = runner.run(bench, RunOptions("demo", arms=tuple(ARMS)), [pool.one(engine)])
+    members = pool.connect([engine_address(), str(tls_engine.tcp_url)])
     far = members[1].id
     seen: list[str] = []
 
@@ -105,12 +107,12 @@ def test_an_engine_of_another_host_lost_mid_arm_resumes_here_with_its_setup_buil
         return next(p for p in bench.runs_dir.glob("run-demo-*") if p != local)
 
     with pytest.raises(SandbenchError):
-        run.execute(engine, bench, "demo", only=ARMS, members=members,
-                    progress=lose_the_far_engine)
+        runner.run(bench, RunOptions("demo", arms=tuple(ARMS)), members,
+                   progress=lose_the_far_engine)
     assert seen[0] == "_setup" and len(seen) >= 4
     spread = run_dir()
-    resumed = run.execute(engine, bench, "demo", only=ARMS, resume=spread,
-                          members=engine_pool.connect([engine_address()]))
+    resumed = runner.run(bench, RunOptions("demo", arms=tuple(ARMS), resume=spread),
+                         pool.connect([engine_address()]))
     meta = json.loads((resumed / "run.json").read_text())
     assert meta["status"] == "complete"
     moved = [a for a in ARMS if meta["arms"][a]["engine"] != far]

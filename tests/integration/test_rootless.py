@@ -17,12 +17,13 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.rootless_engine import SUBID_BASE, RootlessEngine, rootless_dockerd
-from orchestrator import engine_pool, images, suite, workfs
+from orchestrator import images, suite, workfs
 from orchestrator.cli import app
 from orchestrator.engine import Engine, engine_address
 from orchestrator.sandbox_spec import default_user
 from orchestrator.score import scorer
 from orchestrator.settings import Settings, load_settings
+from orchestrator.run import pool, ready
 from tests.integration.conftest import project_copy
 
 pytestmark = pytest.mark.integration
@@ -75,14 +76,14 @@ def test_a_rootless_engine_on_cgroup_v1_is_refused_by_name_and_with_the_override
     # are, whatever the checkout's seal says (the seal's own tests check that one).
     bench = project_copy(demo_images, rootless.root)
     suite.seal(suite.load_suite(bench.suites_dir, "demo"), bench)
-    (shared,) = engine_pool.connect([engine_address()])
-    (member,) = engine_pool.connect([rootless.url])
+    (shared,) = pool.connect([engine_address()])
+    (member,) = pool.connect([rootless.url])
     assert (shared.facts["rootless"], member.facts["rootless"]) == (False, True)
     assert member.facts["userns"] == {"remap": True}
     limits = member.facts["limits"]
     assert (limits["cgroup_version"], limits["cgroup_driver"]) == ("1", "none"), limits
     assert not (limits["memory"] or limits["pids"] or limits["cpu"])
-    engine_pool.bring_images(member, [shared], bench, ["base", *ARMS], rootless.root / "moved")
+    ready.bring_images(member, [shared], bench, ["base", *ARMS], rootless.root / "moved")
 
     code, _, stderr, run_dir = _run(bench, rootless.url)
     assert code == 3, stderr

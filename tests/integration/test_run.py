@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import cleanup, corpus, images, mcp, parsers, run, suite, transcripts, workfs
+from orchestrator import cleanup, corpus, images, mcp, parsers, suite, transcripts, workfs
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings
+from orchestrator.run import plan as run_plan
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 
 pytestmark = pytest.mark.integration
 SHIPPED = ("rg", "ast-grep", "code-review-graph", "code-index-mcp", "ctags")
@@ -33,7 +36,7 @@ def demo_run(engine: Engine, built: Settings, tmp_path_factory: pytest.TempPathF
     root = tmp_path_factory.mktemp("demo-run") / "bench"
     images.share_lock(built, root)
     settings = _with_demo(Settings(project_root=built.project_root, bench_root=root))
-    return settings, run.execute(engine, settings, "demo", jobs=1)
+    return settings, runner.run(settings, RunOptions("demo", jobs=1), [pool.one(engine)])
 
 
 def _truth_files(task: suite.Task) -> set[str]:
@@ -44,7 +47,7 @@ def _truth_files(task: suite.Task) -> set[str]:
 
 def test_every_planned_cell_has_exactly_one_record(demo_run: tuple[Settings, Path]) -> None:
     settings, run_dir = demo_run
-    plan = run.plan(settings, "demo")
+    plan = run_plan.plan(settings, "demo")
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "complete"
     assert meta["corpus"]["pristine_digest_before"] == meta["corpus"]["pristine_digest_after"]
@@ -72,7 +75,7 @@ def test_every_sandbox_is_verified_before_any_measured_command(
     settings, run_dir = demo_run
     events = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
     verified = {e["arm"]: e["timestamp"] for e in events if e["event"] == "guards_verified"}
-    arms = {a.name for a in run.plan(settings, "demo").available}
+    arms = {a.name for a in run_plan.plan(settings, "demo").available}
     assert set(verified) == arms | {"preflight"}
     assert verified["preflight"] < min(v for arm, v in verified.items() if arm != "preflight")
     first_cell = min(json.loads(p.read_text())["started_at"]
@@ -83,7 +86,7 @@ def test_every_sandbox_is_verified_before_any_measured_command(
 def test_each_arm_finds_expected_files_for_every_kind_it_attempts(
         demo_run: tuple[Settings, Path]) -> None:
     settings, run_dir = demo_run
-    plan = run.plan(settings, "demo")
+    plan = run_plan.plan(settings, "demo")
     for arm in plan.available:
         parser = parsers.get_parser(arm.spec.parser)
         found_kinds = set()
@@ -106,7 +109,7 @@ def test_each_arm_ran_on_bounded_file_systems_that_are_unmounted_after(
     the sparse images are left, nothing is mounted, and reach's line index was saved from
     the pristine copy (never an arm's: git there would run what the arm put in its .git)."""
     settings, run_dir = demo_run
-    for arm in run.plan(settings, "demo").available:
+    for arm in run_plan.plan(settings, "demo").available:
         verdict = {r["guard"]: r for r in json.loads(
             (run_dir / "guards" / arm.name / "verdict.json").read_text())}
         assert verdict["mount_sizes"]["ok"], verdict["mount_sizes"]
@@ -152,7 +155,7 @@ def test_a_killed_run_resumes_with_every_cell_exactly_once(engine: Engine, bench
     result = subprocess.run([*cmd, "--resume", str(run_dir)], env=env, capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    (rg,) = run.plan(settings, "demo", ["rg"]).available
+    (rg,) = run_plan.plan(settings, "demo", ["rg"]).available
     recorded = sorted((run_dir / "cells" / "rg").glob("*/*/record.json"))
     assert len(recorded) == len(rg.cells)
     assert not list((run_dir / "cells").rglob(".std*"))

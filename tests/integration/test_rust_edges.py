@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import run, suite
+from orchestrator import suite
 from orchestrator.engine import Engine
 from orchestrator.fsutil import read_json
 from orchestrator.oracle import build as oracle_build
@@ -17,6 +17,8 @@ from orchestrator.report import render_markdown
 from orchestrator.score import edges
 from orchestrator.score.scorer import score_run
 from orchestrator.settings import Settings
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.integration.conftest import project_copy
 
 pytestmark = pytest.mark.integration
@@ -99,7 +101,7 @@ def test_oracle_edges_and_a_scored_run(engine: Engine, project: Settings) -> Non
 
     the_suite = suite.load_suite(project.suites_dir, SUITE)
     suite.seal(the_suite, project)
-    run_dir = run.execute(engine, project, SUITE)
+    run_dir = runner.run(project, RunOptions(SUITE), [pool.one(engine)])
     scores = score_run(run_dir, project.suites_dir / SUITE)
     cells = {(c["arm"], c["task"]): c for c in scores["cells"]}
     for arm in ("rg", "ast-grep"):

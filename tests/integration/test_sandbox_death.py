@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import labels, run, runtimes, transcripts
+from orchestrator import labels, runtimes, transcripts
 from orchestrator.engine import Engine
 from orchestrator.sandbox import Sandbox
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.integration.conftest import project_copy
 from tests.integration.test_faults import _only_arms
 from tests.integration.test_sandbox import _spec
@@ -98,7 +100,7 @@ def test_a_sandbox_killed_mid_run_fails_its_arms_cells_and_the_run_goes_on(
     killer = threading.Thread(target=_kill_when_set_up_begins,
                               args=(engine, settings.runs_dir, "dying", killed), daemon=True)
     killer.start()
-    run_dir = run.execute(engine, settings, "demo")
+    run_dir = runner.run(settings, RunOptions("demo"), [pool.one(engine)])
     killer.join(timeout=5)
     assert len(killed) == 1
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import images, mcp, parsers, run
+from orchestrator import images, mcp, parsers
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.integration.test_run import _with_demo
 
 pytestmark = pytest.mark.integration
@@ -31,7 +33,7 @@ def serena_run(engine: Engine, built: Settings, tmp_path_factory: pytest.TempPat
     root = tmp_path_factory.mktemp("serena-run") / "bench"
     images.share_lock(built, root)
     settings = _with_demo(Settings(project_root=built.project_root, bench_root=root))
-    return run.execute(engine, settings, SUITE, jobs=1, only=["serena"])
+    return runner.run(settings, RunOptions(SUITE, jobs=1, arms=("serena",)), [pool.one(engine)])
 
 
 def test_serena_answers_the_typescript_references_through_its_language_server(

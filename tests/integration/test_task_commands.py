@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import arms, run, suite
+from orchestrator import arms, suite
 from orchestrator.engine import Engine
 from orchestrator.report.html import render_html
 from orchestrator.report.markdown import render_markdown
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
 from orchestrator.transcripts import read_record
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.integration.conftest import project_copy
 
 pytestmark = pytest.mark.integration
@@ -81,7 +83,7 @@ def test_a_task_given_argv_and_chain_run_and_are_disclosed(
     _narrow(settings)
     the_suite = suite.load_suite(settings.suites_dir, "demo")
     tasks = {t.id: t for t in the_suite.tasks}
-    run_dir = run.execute(engine, settings, "demo")
+    run_dir = runner.run(settings, RunOptions("demo"), [pool.one(engine)])
     scores = scorer.score_run(run_dir, settings.suite_dir("demo"), update=True)
     cells = {(c["arm"], c["task"]): c for c in scores["cells"]}
 
@@ -136,7 +138,7 @@ def test_a_task_given_argv_and_chain_run_and_are_disclosed(
 
     # A resume runs the chain's unrecorded cell again with the same command.
     (cell_dir / "record.json").unlink()
-    assert run.execute(engine, settings, "demo", resume=run_dir) == run_dir
+    assert runner.run(settings, RunOptions("demo", resume=run_dir), [pool.one(engine)]) == run_dir
     assert read_record(cell_dir / "record.json").argv == record.argv
     again = scorer.score_run(run_dir, settings.suite_dir("demo"), update=True)
     resumed = next(c for c in again["cells"] if (c["arm"], c["task"]) == ("rg", "impact-order"))

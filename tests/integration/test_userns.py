@@ -14,12 +14,14 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.second_engine import REMAP_BASE, REMAP_COUNT, SecondEngine
-from orchestrator import corpus, engine_pool, run, workfs
+from orchestrator import corpus, workfs
 from orchestrator.cli import app
 from orchestrator.engine import Engine, engine_address
 from orchestrator.sandbox_spec import default_user
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
+from orchestrator.run import pool, ready, runner
+from orchestrator.run.options import RunOptions
 
 pytestmark = pytest.mark.integration
 
@@ -39,11 +41,11 @@ def test_the_demo_on_a_userns_remap_engine_is_recorded_and_grades_as_the_golden_
         engine: Engine, bench: Settings, remapped_engine: SecondEngine,
         tmp_path: Path) -> None:
     corpus.fetch(corpus.load_lock(corpus.lock_path(bench))["demo"], bench)
-    (shared,) = engine_pool.connect([engine_address()])
-    (remapped,) = engine_pool.connect([remapped_engine.url])
+    (shared,) = pool.connect([engine_address()])
+    (remapped,) = pool.connect([remapped_engine.url])
     assert shared.facts["userns"] == {"remap": False}
     assert remapped.facts["userns"] == {"remap": True}
-    engine_pool.bring_images(remapped, [shared], bench, ["base", *ARMS], tmp_path / "moved")
+    ready.bring_images(remapped, [shared], bench, ["base", *ARMS], tmp_path / "moved")
 
     checked = CliRunner().invoke(app, ["run", "demo", "--arm", "rg", "--arm", "ctags",
                                        "--engine", remapped_engine.url, "--dry-run", "--json",
@@ -51,7 +53,7 @@ def test_the_demo_on_a_userns_remap_engine_is_recorded_and_grades_as_the_golden_
     assert checked.exit_code == 0, checked.output
     assert [e["userns_remap"] for e in json.loads(checked.stdout)["engines"]] == [True]
 
-    run_dir = run.execute(remapped.engine, bench, "demo", only=list(ARMS), members=[remapped])
+    run_dir = runner.run(bench, RunOptions("demo", arms=tuple(ARMS)), [remapped])
 
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "complete"
@@ -87,7 +89,8 @@ def test_the_demo_on_a_userns_remap_engine_is_recorded_and_grades_as_the_golden_
         "host ids"]
 
     # Without --engine (that engine the run's default one) the mapping is read as well.
-    default_run = run.execute(remapped.engine, bench, "demo", only=["ctags"])
+    default_run = runner.run(bench, RunOptions("demo", arms=("ctags",)),
+                             [pool.one(remapped.engine)])
     meta = json.loads((default_run / "run.json").read_text())
     assert meta["status"] == "complete"
     assert meta["engines"][remapped.id]["userns"]["uid_map"] == the_map

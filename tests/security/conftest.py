@@ -30,12 +30,14 @@ from typing import Any
 
 import pytest
 
-from orchestrator import arms, canary, corpus, images, run, rundir, suite, workfs
+from orchestrator import arms, canary, corpus, images, rundir, suite, workfs
 from orchestrator import labels as lb
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings, load_settings
 from orchestrator.suite import every_scorer_source
 from orchestrator.transcripts import ExecRecord, read_record
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.security.reading import status_kib
 
 SECURITY = Path(__file__).resolve().parent
@@ -467,7 +469,8 @@ def main_run(world: World) -> MainRun:
         mp.setenv("SANDBENCH_CANARY", world.canary_env)
         # A run directory the attacks are told of: the mounts no longer reveal it.
         mp.setattr(rundir, "new_run_id", lambda kind: MAIN_RUN_ID)
-        run_dir = run.execute(world.engine, world.settings, "main", jobs=2, progress=progress)
+        run_dir = runner.run(world.settings, RunOptions("main", jobs=2), [pool.one(world.engine)],
+                             progress=progress)
     seconds = time.monotonic() - started
     time.sleep(0.3)  # a late datagram still reaches the listener
     return MainRun(world, run_dir, seconds, rss_before, status_kib("VmHWM"), reset, logs)
@@ -477,13 +480,13 @@ def main_run(world: World) -> MainRun:
 def mcp_run(world: World) -> Path:
     """One run of every hostile MCP server (tests/security/images/hostile-mcp) beside rg
     (first) and rg-late (last), two arms at a time; each call may take 5 s."""
-    return run.execute(world.engine, world.settings, "mcp", jobs=2)
+    return runner.run(world.settings, RunOptions("mcp", jobs=2), [pool.one(world.engine)])
 
 
 @pytest.fixture(scope="session")
 def clean_rg(world: World) -> Path:
     """rg alone on the same suite: the rows its cells must match in the hostile run."""
-    return run.execute(world.engine, world.settings, "main", only=["rg"])
+    return runner.run(world.settings, RunOptions("main", arms=("rg",)), [pool.one(world.engine)])
 
 
 def stream_bytes(label: bytes, size: int) -> bytes:

@@ -24,11 +24,13 @@ from typing import Any
 
 import pytest
 
-from orchestrator import run, suite
+from orchestrator import suite
 from orchestrator.engine import Engine
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
 from orchestrator.untrusted import limits
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.integration.conftest import built, project_copy  # noqa: F401 (the fixture)
 from tests.security.conftest import TASKS, probe_arm, write_suite
 from tests.security.test_hostile_output import _graded
@@ -102,11 +104,11 @@ def runs(engine: Engine, built: Settings,  # noqa: F811
     write_suite(settings.project_root, "clean", ["rg", "rg-late"], TASKS)
     for name in ("flood", "clean"):
         suite.seal(suite.load_suite(settings.suites_dir, name), settings)
-    flood = run.execute(engine, settings, "flood")
+    flood = runner.run(settings, RunOptions("flood"), [pool.one(engine)])
     score = _measure(["score", str(flood), "--suite-dir", str(settings.suite_dir("flood")),
                       "--bench-root", str(settings.bench_root)])
     report = _measure(["report", str(flood)])
-    clean = run.execute(engine, settings, "clean")
+    clean = runner.run(settings, RunOptions("clean"), [pool.one(engine)])
     yield {"run": flood, "score": score, "report": report,
            "scores": json.loads((flood / "scores.json").read_text(encoding="utf-8")),
            "clean": scorer.score_run(clean, settings.suite_dir("clean"))}

@@ -22,11 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import run, suite
+from orchestrator import suite
 from orchestrator.engine import Engine
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
 from orchestrator.untrusted import limits
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.integration.conftest import built, project_copy  # noqa: F401 (the fixture)
 from tests.security.conftest import TASKS, probe_arm, write_suite
 from tests.security.reading import arm_rows, arm_state, status_kib
@@ -82,7 +84,7 @@ class Budgets:
         with monkeypatch.context() as mp:
             for key, value in bounds.items():
                 mp.setattr(limits, key, value)
-            return run.execute(self.engine, self.settings, name)
+            return runner.run(self.settings, RunOptions(name), [pool.one(self.engine)])
 
 
 @pytest.fixture(scope="module")

@@ -27,13 +27,15 @@ from typing import Any
 
 import pytest
 
-from orchestrator import line_index, run, suite
+from orchestrator import line_index, suite
 from orchestrator.engine import Engine
 from orchestrator.errors import SandbenchError
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
 from orchestrator.untrusted import limits, walk
 from orchestrator.isolation import guards
+from orchestrator.run import pool, runner
+from orchestrator.run.options import Progress, RunOptions
 from tests.integration.conftest import built, project_copy  # noqa: F401 (the fixture)
 from tests.security.conftest import TASKS, probe_arm, write_suite
 from tests.security.reading import arm_rows, arm_state
@@ -141,8 +143,9 @@ class Project:
     markers: Path  # where a command run on the host would leave its marker
     victim: Path  # a host directory a planted link names
 
-    def run(self, name: str, **kwargs: Any) -> Path:
-        return run.execute(self.engine, self.settings, name, **kwargs)
+    def run(self, name: str, progress: Progress | None = None, **options: Any) -> Path:
+        return runner.run(self.settings, RunOptions(name, **options), [pool.one(self.engine)],
+                          progress=progress)
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +201,7 @@ def test_no_git_config_route_runs_a_command_on_the_host(project: Project,
     assert index["source"] == line_index.PRISTINE and index["files"]
     scores = json.loads((run_dir / "scores.json").read_text())
     assert scores["reach_index"]["available"] is True
-    clean = project.run("clean", only=["rg"])
+    clean = project.run("clean", arms=("rg",))
     assert arm_rows(run_dir, "rg") == arm_rows(clean, "rg")
 
 

@@ -18,11 +18,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from orchestrator import run, suite
+from orchestrator import suite
 from orchestrator.cli import app
 from orchestrator.engine import Engine
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.integration.conftest import built, project_copy  # noqa: F401 (the fixture)
 from tests.security.conftest import TASKS, probe_arm, write_suite
 
@@ -63,12 +65,12 @@ def runs(engine: Engine, built: Settings,  # noqa: F811
     write_suite(settings.project_root, "clean", ["rg", "rg-late"], TASKS)
     for name in ("hostile", "clean"):
         suite.seal(suite.load_suite(settings.suites_dir, name), settings)
-    hostile = run.execute(engine, settings, "hostile")
+    hostile = runner.run(settings, RunOptions("hostile"), [pool.one(engine)])
     started = time.monotonic()
     scores = scorer.score_run(hostile, settings.suite_dir("hostile"))
     score_seconds = time.monotonic() - started
     report = CliRunner().invoke(app, ["report", str(hostile)])
-    clean = run.execute(engine, settings, "clean")
+    clean = runner.run(settings, RunOptions("clean"), [pool.one(engine)])
     yield {"run": hostile, "scores": scores, "score_seconds": score_seconds, "report": report,
            "clean": scorer.score_run(clean, settings.suite_dir("clean"))}
 

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import mcp, parsers, report, run
+from orchestrator import mcp, parsers, report
 from orchestrator.score import scorer
 from orchestrator.transcripts import ExecRecord, read_record
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.security.conftest import (MCP_CALL_TIMEOUT_S, MCP_FLOOD_TIMEOUT_S, MCP_MODES, TASKS,
                                      World)
 
@@ -66,7 +68,7 @@ def mcp_flood_run(world: World) -> TimedRun:
     """The notification flood beside rg with the demo's call limit (120 s), timed: the
     setting in which the flood once pushed the transcript past the stream cap."""
     started = time.monotonic()
-    run_dir = run.execute(world.engine, world.settings, "mcp-flood", jobs=2)
+    run_dir = runner.run(world.settings, RunOptions("mcp-flood", jobs=2), [pool.one(world.engine)])
     return TimedRun(run_dir, time.monotonic() - started)
 
 

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import cleanup, parsers, run
+from orchestrator import cleanup, parsers
 from orchestrator.transcripts import read_record
 from orchestrator.isolation import guards
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.security.conftest import MAIN_REFUSED, TASKS, MainRun, World, attempts_in
 
 pytestmark = pytest.mark.integration
@@ -85,7 +87,7 @@ def test_a_tool_that_stops_its_own_sandbox_does_not_stop_the_run(world: World) -
     PID 1 runs as the executor's uid and the tool as another (and PID 1 of its namespace has
     no handler besides, so the kernel would drop them). The container lives on, the same
     PID 1 serves the next cell, and the run goes on to the next arm."""
-    run_dir = run.execute(world.engine, world.settings, "stop")
+    run_dir = runner.run(world.settings, RunOptions("stop"), [pool.one(world.engine)])
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
     tried = attempts_in(run_dir / "cells" / "h-stop" / TASKS[1] / "0" / "stdout")
     idle, before = tried["PID 1 helper"][1].split(" ", 1)

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import run, workfs
+from orchestrator import workfs
 from orchestrator.errors import SandbenchError
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.security.conftest import MAIN_REFUSED, TASKS, MainRun, World, stream_bytes
 
 pytestmark = pytest.mark.integration
@@ -98,7 +100,7 @@ NON_UTF8 = {"bad-\\xff\\xfe.txt", "latin1-caf\\xe9.txt"}
 def test_non_utf8_file_names_are_collected_and_the_run_goes_on(world: World) -> None:
     """Each undecodable byte is kept as a \\xNN escape (backslashreplace), in the state list
     and in the corpus changes; the run completes and the next arm runs."""
-    run_dir = run.execute(world.engine, world.settings, "names")
+    run_dir = runner.run(world.settings, RunOptions("names"), [pool.one(world.engine)])
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
     raw = (run_dir / "arms" / "h-names" / "state.json").read_bytes()
     raw.decode("utf-8")  # valid UTF-8 (and JSON) throughout
@@ -132,7 +134,8 @@ def test_a_resume_never_follows_a_link_planted_in_the_state_dir(world: World) ->
             raise _Interrupt
 
     with pytest.raises(_Interrupt):
-        run.execute(world.engine, world.settings, "resume", progress=stop_after_setup)
+        runner.run(world.settings, RunOptions("resume"), [pool.one(world.engine)],
+                   progress=stop_after_setup)
     (run_dir,) = world.settings.runs_dir.glob("run-resume-*")
     setup = json.loads((run_dir / "cells" / "h-resume" / "_setup" / "record.json").read_text())
     assert setup["outcome"] == "ok", setup
@@ -142,7 +145,7 @@ def test_a_resume_never_follows_a_link_planted_in_the_state_dir(world: World) ->
     # The resume refuses the arm's work dir (fail closed: "start a new run") before it
     # creates a sandbox, chowns nothing, and leaves the link as the arm made it.
     with pytest.raises(SandbenchError) as refused:
-        run.execute(world.engine, world.settings, "resume", resume=run_dir)
+        runner.run(world.settings, RunOptions("resume", resume=run_dir), [pool.one(world.engine)])
     assert refused.value.data["path"] == str(link)
     assert "is a symbolic link" in refused.value.what and "new run" in refused.value.fix
     assert {p: p.stat().st_uid for p in owners} == owners

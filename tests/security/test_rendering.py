@@ -17,12 +17,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from orchestrator import run, suite
+from orchestrator import suite
 from orchestrator.cli import app
 from orchestrator.engine import Engine
 from orchestrator.report.markdown import render_markdown
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.integration.conftest import built, project_copy  # noqa: F401 (the fixture)
 from tests.security.conftest import TASKS, probe_arm, write_suite
 
@@ -73,7 +75,7 @@ def rendered(engine: Engine, built: Settings,  # noqa: F811
     (settings.project_root / "arms" / f"{ARM}.toml").write_text(_arm_toml())
     write_suite(settings.project_root, "render", ["rg", ARM], TASKS)
     suite.seal(suite.load_suite(settings.suites_dir, "render"), settings)
-    run_dir = run.execute(engine, settings, "render")
+    run_dir = runner.run(settings, RunOptions("render"), [pool.one(engine)])
     scorer.score_run(run_dir, settings.suite_dir("render"))
     result = CliRunner().invoke(app, ["report", str(run_dir)])
     yield run_dir, result

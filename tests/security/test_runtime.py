@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import arms, one_sandbox, run, runtimes
+from orchestrator import arms, one_sandbox, runtimes
 from orchestrator import canary as canary_mod
 from orchestrator.errors import GuardViolation
 from orchestrator.sandbox import Sandbox
@@ -31,6 +31,8 @@ from orchestrator.sandbox_spec import default_user
 from orchestrator.transcripts import read_record
 from orchestrator.isolation import guards, inside
 from orchestrator.isolation.policy import GuardResult
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.security.conftest import MAIN_REFUSED, MAIN_RUN_ID, MainRun, World, attempts_in
 
 pytestmark = pytest.mark.integration
@@ -353,8 +355,8 @@ def test_the_hostile_suite_under_runsc_runs_and_differs_from_runc_as_listed(
     (the forging helper's by image_helpers, the VOLUME arm by its mounts), the arms gVisor
     ends are classified so and the run goes on, and every attempt of every other cell gives
     its result under runc except where RUN_DIFFERS says."""
-    run_dir = run.execute(world.engine, world.settings, "main", jobs=2,
-                          runtime=runtimes.RUNSC)
+    run_dir = runner.run(world.settings, RunOptions("main", jobs=2, runtime=runtimes.RUNSC),
+                         [pool.one(world.engine)])
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["status"] == "refused-arms"
     assert {a["runtime"] for a in meta["arms"].values()} == {runtimes.RUNSC}

@@ -22,12 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import report, run, suite
+from orchestrator import report, suite
 from orchestrator.report import html
 from orchestrator.engine import Engine
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
 from orchestrator.untrusted import limits
+from orchestrator.run import pool, runner
+from orchestrator.run.options import RunOptions
 from tests.integration.conftest import built, project_copy  # noqa: F401 (the fixture)
 from tests.security.conftest import TASKS, probe_arm, write_suite
 from tests.security.reading import arm_rows, arm_state
@@ -87,7 +89,7 @@ def project(engine: Engine, built: Settings,  # noqa: F811
 
 @pytest.fixture(scope="module")
 def strings_run(engine: Engine, project: Settings) -> Path:
-    run_dir = run.execute(engine, project, "strings")
+    run_dir = runner.run(project, RunOptions("strings"), [pool.one(engine)])
     scorer.score_run(run_dir, project.suite_dir("strings"))
     _render(run_dir)
     return run_dir
@@ -123,7 +125,7 @@ def test_lone_surrogates_in_an_answer_score_and_render(strings_run: Path,
     outside = next(line for line in (strings_run / "results.md").read_text(
         encoding="utf-8").splitlines() if line.startswith("- h-json: outside the truth"))
     assert outside.endswith("inventory/src/\\\\xff.rs, inventory/src/x\\\\ud800.rs"), outside
-    clean = run.execute(engine, project, "clean")
+    clean = runner.run(project, RunOptions("clean"), [pool.one(engine)])
     assert arm_rows(strings_run, "rg") == arm_rows(clean, "rg")
 
 

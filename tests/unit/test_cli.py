@@ -14,11 +14,11 @@ import typer.main
 from typer import _click as click
 from typer.testing import CliRunner
 
-from orchestrator import engine_pool
-from orchestrator.engine import Engine
 from orchestrator.cli import _common, app
-from orchestrator.engine_pool import ON_REFUSED
+from orchestrator.engine import Engine
 from orchestrator.isolation.policy import GuardResult
+from orchestrator.run import pool
+from orchestrator.run.pool import ON_REFUSED
 from orchestrator.sandbox_spec import EXEC_PATHS
 
 FIXTURES = Path(__file__).parent / "bad_input" / "fixtures"
@@ -61,7 +61,7 @@ def test_build_for_a_suite_lists_its_arms_images_parents_first_and_names_the_res
     with socket.socket(socket.AF_UNIX) as here:  # an engine's socket on this host
         here.bind(str(tmp_path / "d.sock"))
         monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/d.sock")
-        monkeypatch.setattr(engine_pool.os, "geteuid", lambda: 0)
+        monkeypatch.setattr(pool.os, "geteuid", lambda: 0)
         listed, said = _suite_build_listed(tmp_path)
         # The demo's arms' images (devscout's too: its artifact decides, not the suite),
         # their parents first; no oracle, no image only tests or other suites use.
@@ -71,7 +71,7 @@ def test_build_for_a_suite_lists_its_arms_images_parents_first_and_names_the_res
             "not built (no arm of suite 'demo' runs in them): aider-repomap, base-trixie, "
             "engine-agent, oracle-rust-analyzer, oracle-scip-typescript, probe, serena")
         # A member of the docker group gets file systems the engine makes: its agent too.
-        monkeypatch.setattr(engine_pool.os, "geteuid", lambda: 1000)
+        monkeypatch.setattr(pool.os, "geteuid", lambda: 1000)
         listed, said = _suite_build_listed(tmp_path)
         assert "engine-agent" in listed and "engine-agent" not in said
 

@@ -17,10 +17,11 @@ import pytest
 import requests.exceptions
 import urllib3.exceptions
 
-from orchestrator import cleanup, engine_pool
+from orchestrator import cleanup
 from orchestrator.engine import Engine, calls, engine_address, tls_config
 from orchestrator.errors import EngineError, EngineNotFound, InputError
 from orchestrator.labels import LABEL_CREATE
+from orchestrator.run import pool
 from tests.unprivileged import as_nobody
 
 REPO = Path(__file__).resolve().parents[2]
@@ -240,7 +241,7 @@ def test_missing_tls_files_are_the_sdks_error(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("DOCKER_TLS_VERIFY", "1")
     monkeypatch.setenv("DOCKER_CERT_PATH", str(tmp_path / "absent"))
     with pytest.raises(docker.errors.TLSParameterError, match="certificate and key files"):
-        engine_pool.check_address("tcp://10.0.0.2:2376", insecure=False)
+        pool.check_address("tcp://10.0.0.2:2376", insecure=False)
 
 
 def test_a_certificate_path_without_verification_is_plain_tcp(monkeypatch: pytest.MonkeyPatch,
@@ -252,7 +253,7 @@ def test_a_certificate_path_without_verification_is_plain_tcp(monkeypatch: pytes
         (tmp_path / name).write_text("")
     assert tls_config() is None
     with pytest.raises(InputError, match="without TLS"):
-        engine_pool.check_address("tcp://10.0.0.2:2376", insecure=False)
+        pool.check_address("tcp://10.0.0.2:2376", insecure=False)
 
 
 def _connect_as_nobody(address: str) -> str:

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from orchestrator import engine_pool
 from orchestrator.errors import InputError, SandbenchError
+from orchestrator.run import pool, ready
 
 
-def _member(engine_id: str, refused: str | None = None) -> engine_pool.Member:
-    return engine_pool.Member(f"unix:///run/{engine_id}.sock", None,  # type: ignore[arg-type]
+def _member(engine_id: str, refused: str | None = None) -> pool.Member:
+    return pool.Member(f"unix:///run/{engine_id}.sock", None,  # type: ignore[arg-type]
                               {"id": engine_id}, refused)
 
 
@@ -21,18 +21,18 @@ def _member(engine_id: str, refused: str | None = None) -> engine_pool.Member:
                                  "https://engine.example:2376"])
 def test_the_sdk_addresses_are_taken(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DOCKER_TLS_VERIFY", raising=False)
-    assert engine_pool.check_address(url, insecure=False) == url
+    assert pool.check_address(url, insecure=False) == url
 
 
 @pytest.mark.parametrize("url", ["tcp://10.0.0.2:2375", "http://10.0.0.2:2375"])
 def test_plain_tcp_is_refused_saying_why(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DOCKER_TLS_VERIFY", raising=False)
     with pytest.raises(InputError) as caught:
-        engine_pool.check_address(url, insecure=False)
+        pool.check_address(url, insecure=False)
     assert caught.value.exit_code == 2
     assert "without TLS" in caught.value.what and "controls that engine as root" in (
         caught.value.why or "")
-    assert engine_pool.check_address(url, insecure=True) == url
+    assert pool.check_address(url, insecure=True) == url
 
 
 def test_tcp_with_docker_tls_settings_is_taken(monkeypatch: pytest.MonkeyPatch,
@@ -41,47 +41,47 @@ def test_tcp_with_docker_tls_settings_is_taken(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("DOCKER_CERT_PATH", str(tmp_path))
     for name in ("ca.pem", "cert.pem", "key.pem"):
         (tmp_path / name).write_text("")
-    assert engine_pool.check_address("tcp://10.0.0.2:2376", insecure=False)
+    assert pool.check_address("tcp://10.0.0.2:2376", insecure=False)
 
 
 def test_an_unknown_scheme_is_named() -> None:
     with pytest.raises(InputError, match="--engine: expected unix://PATH"):
-        engine_pool.check_address("ftp://host", insecure=False)
+        pool.check_address("ftp://host", insecure=False)
 
 
 def test_only_a_socket_here_is_on_this_host(tmp_path: Path) -> None:
     path = tmp_path / "d.sock"
     with socket.socket(socket.AF_UNIX) as server:
         server.bind(str(path))
-        assert engine_pool.on_this_host(f"unix://{path}")
-    assert not engine_pool.on_this_host(f"unix://{tmp_path / 'absent.sock'}")
-    assert not engine_pool.on_this_host("ssh://bench@10.0.0.2")
+        assert pool.on_this_host(f"unix://{path}")
+    assert not pool.on_this_host(f"unix://{tmp_path / 'absent.sock'}")
+    assert not pool.on_this_host("ssh://bench@10.0.0.2")
 
 
 def test_arms_spread_over_the_usable_engines() -> None:
     members = [_member("a"), _member("b"), _member("c", refused="guard seccomp")]
-    assert engine_pool.place(["rg", "ast-grep", "crg"], members) == {
+    assert pool.place(["rg", "ast-grep", "crg"], members) == {
         "rg": "a", "ast-grep": "b", "crg": "a"}
 
 
 def test_an_arm_stays_where_it_ran_unless_that_engine_is_gone() -> None:
     members = [_member("a"), _member("b")]
-    assert engine_pool.place(["rg", "crg"], members, {"rg": "b", "crg": "z"}) == {
+    assert pool.place(["rg", "crg"], members, {"rg": "b", "crg": "z"}) == {
         "rg": "b", "crg": "a"}
 
 
 def test_no_usable_engine_stops_naming_each() -> None:
     with pytest.raises(SandbenchError) as caught:
-        engine_pool.place(["rg"], [_member("a", refused="not on this host")])
+        pool.place(["rg"], [_member("a", refused="not on this host")])
     assert "not on this host" in (caught.value.why or "")
 
 
 def test_a_refused_engine_stops_the_run_when_the_user_chose_so() -> None:
     member = _member("a")
     with pytest.raises(SandbenchError, match="refused"):
-        engine_pool.refuse(member, "guard seccomp", engine_pool.STOP)
+        pool.refuse(member, "guard seccomp", pool.STOP)
     moved: Any = _member("b")
-    engine_pool.refuse(moved, "guard seccomp", engine_pool.MOVE)
+    pool.refuse(moved, "guard seccomp", pool.MOVE)
     assert moved.refused == "guard seccomp"
 
 
@@ -109,10 +109,10 @@ def test_an_engine_holding_the_locked_tag_as_another_image_is_refused(tmp_path: 
     _lock_file(tmp_path)
     settings = Settings(project_root=tmp_path, bench_root=tmp_path)
     tagged = {"sandbench/rg:1": "sha256:" + "2" * 64}
-    target = engine_pool.Member("unix:///x.sock", _Images(tagged),
+    target = pool.Member("unix:///x.sock", _Images(tagged),
                                 {"id": "engine-b"})  # type: ignore[arg-type]
     with pytest.raises(SandbenchError) as caught:
-        engine_pool.bring_images(target, [target], settings, ["rg"], tmp_path / "t")
+        ready.bring_images(target, [target], settings, ["rg"], tmp_path / "t")
     assert "sandbench/rg:1" in caught.value.what and "2222" in caught.value.what
 
 
@@ -121,9 +121,9 @@ def test_an_engine_that_has_the_locked_ids_needs_nothing(tmp_path: Path) -> None
     _lock_file(tmp_path)
     settings = Settings(project_root=tmp_path, bench_root=tmp_path)
     same = {"sha256:" + "1" * 64: "sha256:" + "1" * 64}
-    target = engine_pool.Member("unix:///x.sock", _Images(same),
+    target = pool.Member("unix:///x.sock", _Images(same),
                                 {"id": "engine-b"})  # type: ignore[arg-type]
-    engine_pool.bring_images(target, [target], settings, ["rg"], tmp_path / "t")
+    ready.bring_images(target, [target], settings, ["rg"], tmp_path / "t")
     assert target.imported == {} and not (tmp_path / "t").exists()
 
 
@@ -131,8 +131,8 @@ def test_a_missing_image_no_engine_has_is_named(tmp_path: Path) -> None:
     from orchestrator.settings import Settings
     _lock_file(tmp_path)
     settings = Settings(project_root=tmp_path, bench_root=tmp_path)
-    empty = [engine_pool.Member(f"unix:///{n}.sock", _Images({}), {"id": n})  # type: ignore[arg-type]
+    empty = [pool.Member(f"unix:///{n}.sock", _Images({}), {"id": n})  # type: ignore[arg-type]
              for n in ("a", "b")]
     with pytest.raises(SandbenchError, match=r"no engine of the run has images \['rg'\]"):
-        engine_pool.bring_images(empty[1], empty, settings, ["rg"], tmp_path / "t")
+        ready.bring_images(empty[1], empty, settings, ["rg"], tmp_path / "t")
 

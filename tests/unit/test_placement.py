@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import corpus, engine_pool, placement, remote
+from orchestrator import corpus, placement, remote
 from orchestrator.arms import ArmSpec
 from orchestrator.errors import SandbenchError
 from orchestrator.images import ImageLock
@@ -23,11 +23,13 @@ from orchestrator.placement import engine_made, local
 from orchestrator.remote import RemoteSite
 from orchestrator.sandbox_spec import HelperFile, SandboxSpec
 from orchestrator.untrusted import walk
+from orchestrator.run import pool
 
 PACKAGE = Path(__file__).resolve().parents[2] / "orchestrator"
 # The modules that run an arm wherever it is: they may use the interface, never what is
 # behind it (an implementation, or what only one of them is made of).
-PLACEMENT_BLIND = ("run.py", "sandbox.py", "prepare.py", "cells.py")
+PLACEMENT_BLIND = ("sandbox.py", *(f"run/{m}.py" for m in ("runner", "start", "ready", "prepare",
+                                                          "cells", "measure")))
 IMPLEMENTATIONS = {"orchestrator.placement.local", "orchestrator.placement.engine_made",
                    "orchestrator.remote"}
 IMPLEMENTATION_NAMES = {"LocalPlacement", "LocalHelper", "EngineMadePlacement",
@@ -81,8 +83,8 @@ def here(tmp_path: Path) -> Iterator[str]:
         yield f"unix://{path}"
 
 
-def _member(url: str, site: RemoteSite | None = None) -> engine_pool.Member:
-    return engine_pool.Member(url, None, {"id": url}, site=site)  # type: ignore[arg-type]
+def _member(url: str, site: RemoteSite | None = None) -> pool.Member:
+    return pool.Member(url, None, {"id": url}, site=site)  # type: ignore[arg-type]
 
 
 def _site() -> RemoteSite:
@@ -109,9 +111,9 @@ def test_a_user_who_is_not_root_gets_file_systems_the_engine_makes_on_this_host(
         tmp_path: Path, here: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Loop mounts need root here: a member of the docker group driving this host's engine
     is given the engine agent's file systems, decided once when the member is made."""
-    monkeypatch.setattr(engine_pool.os, "geteuid", lambda: 1000)
-    member = engine_pool.Member(here, None, {"id": "e"}, site=_site())  # type: ignore[arg-type]
-    monkeypatch.setattr(engine_pool.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(pool.os, "geteuid", lambda: 1000)
+    member = pool.Member(here, None, {"id": "e"}, site=_site())  # type: ignore[arg-type]
+    monkeypatch.setattr(pool.os, "geteuid", lambda: 0)
     assert member.local and not member.mounts_here
     assert isinstance(placement.for_arm(member, "rg", tmp_path / "rg", tmp_path),
                       engine_made.EngineMadePlacement)
@@ -120,8 +122,8 @@ def test_a_user_who_is_not_root_gets_file_systems_the_engine_makes_on_this_host(
 
 def test_a_rootless_engine_the_engine_cannot_make_file_systems_on_is_refused_by_name(
         here: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine_pool.os, "geteuid", lambda: 1000)
-    member = engine_pool.Member(here, None, {"id": "e", "rootless": True})  # type: ignore[arg-type]
+    monkeypatch.setattr(pool.os, "geteuid", lambda: 1000)
+    member = pool.Member(here, None, {"id": "e", "rootless": True})  # type: ignore[arg-type]
     with pytest.raises(SandbenchError) as err:
         placement.open_engine(member, None, "run-1")  # type: ignore[arg-type]
     assert "is rootless" in err.value.what and "as root against it" in (err.value.fix or "")
@@ -163,7 +165,7 @@ class _PodPlacement:
         return corpus.Snapshot({})
 
 
-def _pod(member: engine_pool.Member | None) -> bool:
+def _pod(member: pool.Member | None) -> bool:
     return member is not None and member.url.startswith("k8s://")
 
 
@@ -205,7 +207,7 @@ def test_what_each_placement_needs_on_its_engine_comes_from_the_placement(here: 
 
 
 def test_the_engine_pool_names_no_placement() -> None:
-    tree = ast.parse((PACKAGE / "engine_pool.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PACKAGE / "run" / "pool.py").read_text(encoding="utf-8"))
     assert not _imports(tree) & IMPLEMENTATIONS
     names = _attributes_and_names(tree) - {"site"}  # Member.site: the placement's own state
     assert not names & IMPLEMENTATION_NAMES, sorted(names & IMPLEMENTATION_NAMES)

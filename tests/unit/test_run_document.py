@@ -171,7 +171,7 @@ def test_a_missing_run_json_or_run_dir_is_named(tmp_path: Path) -> None:
 
 
 def test_a_prepared_engine_is_recorded_as_the_run_recorded_it() -> None:
-    """engine_prepared writes the keys run.py wrote by hand: the facts, why it was refused,
+    """engine_prepared writes the keys the run wrote by hand: the facts, why it was refused,
     the images it was sent, and on another host its work volume and helper path."""
     doc = run_document.read(GOLDEN)
     prepared = ("refused", "images_imported_s", "placement", "work_volume", "helper_path")

@@ -9,7 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestrator import run, run_document
+from orchestrator import run_document
+from orchestrator.run import runner
 from orchestrator.errors import SandbenchError
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "demo-run"
@@ -29,22 +30,22 @@ def _full(run_dir: Path, doc: run_document.RunDoc) -> None:
 def test_no_room_for_the_last_run_json_says_free_space_then_resume(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     doc = run_document.read(GOLDEN)
-    monkeypatch.setattr(run.corpus, "tree_digest", lambda _: doc.corpus.pristine_digest_before)
-    monkeypatch.setattr(run.run_document, "write", _full)
+    monkeypatch.setattr(runner.corpus, "tree_digest", lambda _: doc.corpus.pristine_digest_before)
+    monkeypatch.setattr(runner.run_document, "write", _full)
     r = _run(tmp_path)
     with pytest.raises(SandbenchError, match="is full") as info:
-        run._finish(r, doc)  # type: ignore[arg-type]
+        runner.finish(r, doc)  # type: ignore[arg-type]
     assert info.value.fix == f"free space, then: sandbench run demo --resume {r.run_dir}"
 
 
 def test_another_os_error_of_the_last_write_is_not_called_a_full_disk(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     doc = run_document.read(GOLDEN)
-    monkeypatch.setattr(run.corpus, "tree_digest", lambda _: doc.corpus.pristine_digest_before)
+    monkeypatch.setattr(runner.corpus, "tree_digest", lambda _: doc.corpus.pristine_digest_before)
 
     def denied(run_dir: Path, doc: run_document.RunDoc) -> None:
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(run.run_document, "write", denied)
+    monkeypatch.setattr(runner.run_document, "write", denied)
     with pytest.raises(PermissionError):
-        run._finish(_run(tmp_path), doc)  # type: ignore[arg-type]
+        runner.finish(_run(tmp_path), doc)  # type: ignore[arg-type]

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from orchestrator import run as run_mod
 from orchestrator import run_document
 from orchestrator.cli import app, progress
-from orchestrator.engine import Engine
-from orchestrator.run import ArmPlan, Plan
+from orchestrator.run import preflight
+from orchestrator.run import runner as run_runner
+from orchestrator.run.options import Progress
+from orchestrator.run.plan import ArmPlan, Plan
 from orchestrator.run_document import SETUP_CELL
 
 runner = CliRunner()
@@ -95,14 +96,13 @@ def fake_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """`sandbench run` with a plan of one arm and a run that reports its cells, no engine."""
     arm = _arm("rg", "a")
     plan = Plan(None, (arm,), ())  # type: ignore[arg-type]
-    monkeypatch.setattr(Engine, "connect", classmethod(lambda cls, **_: None))
-    monkeypatch.setattr(run_mod, "plan", lambda *_, **__: plan)
+    monkeypatch.setattr(preflight, "check", lambda *_: preflight.Preflight(plan, (), ()))
 
-    def execute(*_: Any, progress: run_mod.Progress, **__: Any) -> Path:
+    def execute(settings: Any, options: Any, checked: Any, progress: Progress) -> Path:
         for task, rep in arm.cells:
             progress("rg", f"{task}/{rep}", "ok")
         return _finished_run(tmp_path)
-    monkeypatch.setattr(run_mod, "execute", execute)
+    monkeypatch.setattr(run_runner, "execute", execute)
     monkeypatch.setattr(progress, "on_terminal", lambda: True)
     return tmp_path
 
@@ -129,7 +129,7 @@ def test_a_run_with_refused_arms_names_each_and_exits_3(
         fake_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The run finished, but not as the suite asked: every refused arm on a line of its own
     on stderr (a control in why escaped), the JSON and the run document say refused-arms."""
-    finished = run_mod.execute
+    finished = run_runner.execute
 
     def refusing(*args: Any, **kwargs: Any) -> Path:
         run_dir = finished(*args, **kwargs)
@@ -139,7 +139,7 @@ def test_a_run_with_refused_arms_names_each_and_exits_3(
         assert doc.finished(doc.corpus.pristine_digest_before)
         run_document.write(run_dir, doc)
         return run_dir
-    monkeypatch.setattr(run_mod, "execute", refusing)
+    monkeypatch.setattr(run_runner, "execute", refusing)
     result = runner.invoke(app, ["run", "demo", "--json", "--bench-root", str(fake_run)])
     assert result.exit_code == 3, result.output
     out = json.loads(result.stdout)
@@ -162,14 +162,14 @@ def test_the_display_shows_markup_and_controls_in_a_name_as_written(
     reaches the terminal (arm names come from the suite; the display trusts none)."""
     name = "[bold red]rg[/]\x1b]0;title\x07\r"
     arm = _arm(name, "a")
-    monkeypatch.setattr(Engine, "connect", classmethod(lambda cls, **_: None))
-    monkeypatch.setattr(run_mod, "plan", lambda *_, **__: Plan(None, (arm,), ()))
+    monkeypatch.setattr(preflight, "check", lambda *_: preflight.Preflight(
+        Plan(None, (arm,), ()), (), ()))  # type: ignore[arg-type]
 
-    def execute(*_: Any, progress: run_mod.Progress, **__: Any) -> Path:
+    def execute(settings: Any, options: Any, checked: Any, progress: Progress) -> Path:
         for task, rep in arm.cells:
             progress(name, f"{task}/{rep}", "ok")
         return _finished_run(tmp_path)
-    monkeypatch.setattr(run_mod, "execute", execute)
+    monkeypatch.setattr(run_runner, "execute", execute)
     monkeypatch.setattr(progress, "on_terminal", lambda: True)
     result = runner.invoke(app, ["run", "demo", "--bench-root", str(tmp_path)])
     assert result.exit_code == 0, result.output

@@ -334,10 +334,10 @@ def test_the_disclosure_states_each_runsc_arms_pids_as_the_engine_was_asked() ->
 
 
 def test_the_preflight_names_each_arm_whose_runtime_the_engine_lacks() -> None:
-    """A run and its --dry-run refuse before any container starts (orchestrator.preflight)."""
+    """A run and its --dry-run refuse before any container starts (orchestrator.run.preflight)."""
     from types import SimpleNamespace
 
-    from orchestrator import preflight
+    from orchestrator.run import preflight
 
     plan = SimpleNamespace(suite=SimpleNamespace(runtime=runtimes.Choice(arms={"ctags": "runsc"})),
                            available=[SimpleNamespace(name="rg"), SimpleNamespace(name="ctags")])

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from orchestrator import arms, cells, mcp, suite, transcripts
-from orchestrator.run import ArmPlan
+from orchestrator import arms, mcp, suite, transcripts
+from orchestrator.run import cells
+from orchestrator.run.plan import ArmPlan
 from orchestrator.run_document import SETUP_CELL
 from orchestrator.sandbox import Sandbox
 from orchestrator.transcripts import ExecRecord, StreamInfo
@@ -78,11 +79,7 @@ def test_after_the_sandbox_died_no_command_runs_and_every_cell_says_why(
     (arm,) = arms.load_arms(REPO / "arms", [name])
     r, plan = _run(tmp_path, arm)
     box = _DiesOnFirstExec()
-    if arm.mcp is not None:
-        cells._run_mcp_cells(r, plan, box, tmp_path / "cells" / name,  # type: ignore[arg-type]
-                             {t.id: t for t in r.plan.suite.tasks})
-    else:
-        cells._run_cells(r, plan, box)  # type: ignore[arg-type]
+    cells.measure_cells(r, plan, box)  # type: ignore[arg-type]
     assert len(box.execs) == 1
     first = SETUP_CELL if arm.setup is not None or arm.mcp is not None else \
         f"{plan.cells[0][0]}/{plan.cells[0][1]}"

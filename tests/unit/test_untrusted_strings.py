@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from orchestrator import corpus
 from orchestrator.fsutil import atomic_write_json, atomic_write_text, canonical_json
-from orchestrator.prepare import _portable
+from orchestrator.run.prepare import portable_snapshot
 from orchestrator.untrusted import walk
 from orchestrator.untrusted.strings import original, portable, portable_bytes
 
@@ -64,7 +64,7 @@ def test_a_listing_with_both_names_keeps_both_and_its_cut_point_is_portable(
     deep = os.path.join(root, b"d\xfe")
     os.makedirs(os.path.join(deep, b"e"))
     found = walk.listing(tmp_path, bounds=walk.Bounds(depth=2))
-    snap = _portable(corpus.Snapshot(found.entries, tuple(found.cuts)))
+    snap = portable_snapshot(corpus.Snapshot(found.entries, tuple(found.cuts)))
     assert {p: e.size for p, e in snap.entries.items() if e.kind == "file"} == {
         "bad-\\xff.txt": 7, "bad-\\\\xff.txt": 0}
     assert [c.at for c in snap.cuts] == ["d\\xfe/e/"]

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import engine_pool, run_document, userns
+from orchestrator import run_document, userns
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import canonical_json
 from orchestrator.score.environment import disclosure
 from orchestrator.settings import Settings
+from orchestrator.run import pool
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "demo-run"
 BASE = 0x70000000
@@ -112,9 +113,9 @@ class _NoEngine:
         raise AssertionError(f"the engine was asked {name}")
 
 
-def _member(url: str, found: dict) -> engine_pool.Member:
+def _member(url: str, found: dict) -> pool.Member:
     facts = {"id": "engine-x", "url": url, "userns": found}
-    return engine_pool.Member(url, _NoEngine(), facts)  # type: ignore[arg-type]
+    return pool.Member(url, _NoEngine(), facts)  # type: ignore[arg-type]
 
 
 def test_learning_the_ids_probes_only_a_remapping_engine_once_and_only_on_this_host(
@@ -122,8 +123,8 @@ def test_learning_the_ids_probes_only_a_remapping_engine_once_and_only_on_this_h
     settings = Settings(project_root=tmp_path, bench_root=tmp_path / "bench")
     for found in ({"remap": False}, REMAPPED):  # nothing to read, or read already
         member = _member("unix:///nowhere.sock", dict(found))
-        engine_pool.learn_ids(member, settings, "65532:65532", "run-x")
+        pool.learn_ids(member, settings, "65532:65532", "run-x")
         assert member.facts["userns"] == found
     other_host = _member("ssh://build-host", {"remap": True})
     with pytest.raises(SandbenchError, match="ssh://build-host remaps its containers' ids"):
-        engine_pool.learn_ids(other_host, settings, "65532:65532", "run-x")
+        pool.learn_ids(other_host, settings, "65532:65532", "run-x")

@@ -796,7 +796,7 @@ def guards_defects(policy_doc: dict[str, Any], inspect_doc: dict[str, Any],
 
 # -- runs/RUN/run.json (read by `sandbench score`) --------------------------------------------
 
-RUN_TYPES = {  # the keys the scorer needs, from run.py's run.json and score/inputs.py's docs
+RUN_TYPES = {  # the keys the scorer needs, from the run's run.json and score/inputs.py's docs
     "run_id": "str", "date": "str", "status": "str", "suite.name": "str",
     "suite.manifest_sha256": "str", "suite.reps": "int", "corpus.id": "str",
     "corpus.repo": "str", "corpus.sha": "str", "corpus.tracked_files": "int",

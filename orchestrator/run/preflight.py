@@ -1,25 +1,28 @@
 """Every reason a run could not start, collected at once: the one pre-flight of `sandbench
-run` and `sandbench run --dry-run` (which prints them all instead of running).
+run` (which stops at them, listing them all) and `sandbench run --dry-run` (which prints them
+all instead of running). It makes the run's plan and connects its engines: the run uses
+both, so the suite is planned once.
 
-What it checks is what a run needs before its first container: the suite and its arms, their
-images, the corpus, the seal, and each arm's container runtime on every engine of the run.
+What it checks is what a run needs before its first container: the run directory to resume,
+the engines, the suite and its arms, their images, the corpus, the seal, and each arm's
+container runtime on every engine of the run.
 Which placement each engine gets, and what that placement needs there (root here, or the
 engine agent's image and loop devices there), is checked when the engine is made ready
-(`engine_pool.prepare`), in a pre-flight sandbox, on the local engine too."""
+(`run.ready.prepare`), in a pre-flight sandbox, on the local engine too."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
-from orchestrator import runtimes, suite
+from orchestrator import run_document, runtimes, suite
 from orchestrator.engine import Engine
 from orchestrator.errors import InputError, SandbenchError
+from orchestrator.run import pool
+from orchestrator.run.options import RunOptions
+from orchestrator.run.plan import Plan, plan
 from orchestrator.settings import Settings
-
-if TYPE_CHECKING:
-    from orchestrator.run import Plan
 
 T = TypeVar("T")
 
@@ -44,6 +47,47 @@ def attempt(problems: list[Problem], step: Callable[[], T]) -> T | None:
         return None
 
 
+@dataclass(frozen=True)
+class Preflight:
+    """What the pre-flight found: the plan (None when the suite could not be planned), the
+    engines it connected, and every problem."""
+
+    plan: Plan | None
+    members: tuple[pool.Member, ...]
+    problems: tuple[Problem, ...]
+
+    def ready(self) -> tuple[Plan, tuple[pool.Member, ...]]:
+        """The plan and engines to run, or the error listing every problem."""
+        if self.problems or self.plan is None:
+            raise could_not_start(list(self.problems))
+        return self.plan, self.members
+
+
+def check(settings: Settings, options: RunOptions,
+          members: Sequence[pool.Member] | None = None) -> Preflight:
+    """Every problem of the run `options` asks for, on `members` (the engines of
+    `options.engine_urls`, connected here, when None)."""
+    problems = resume_problems(options)
+    if members is None:
+        members = attempt(problems, lambda: pool.connect(options.engine_urls,
+                                                         options.insecure_engine)) or []
+    engine = members[0].engine if members else None
+    the_plan = attempt(problems, lambda: plan(settings, options.suite, list(options.arms),
+                                              engine))
+    if the_plan is not None:
+        problems += plan_problems(the_plan, settings, options.runtime,
+                                  [m.engine for m in members])
+    return Preflight(the_plan, tuple(members), tuple(problems))
+
+
+def resume_problems(options: RunOptions) -> list[Problem]:
+    """A run directory to resume that is not one."""
+    if options.resume is not None and not run_document.path(options.resume).is_file():
+        return [Problem.of(InputError(f"--resume {options.resume}: no run.json: not a run "
+                                      "directory to resume", file=str(options.resume)))]
+    return []
+
+
 def plan_problems(the_plan: Plan, settings: Settings, runtime: str | None,
                   engines: Sequence[Engine]) -> list[Problem]:
     """What the plan lacks (images, artifacts, the corpus), a seal the suite's files no
@@ -58,14 +102,10 @@ def _seal_problems(the_plan: Plan, settings: Settings) -> list[Problem]:
     problems: list[Problem] = []
     name = the_plan.suite.name
     diffs = attempt(problems, lambda: suite.verify_seal(the_plan.suite, settings)) or []
-    return problems + [Problem(f"suite {name!r}: {d.file} changed since the seal (sealed "
-                               f"{d.expected}, now {d.found}) (fix: review the change, then: "
-                               f"sandbench suite seal {name})", 2,
-                               InputError(f"suite {name!r}: {d.file} changed since the seal "
-                                          f"(sealed {d.expected}, now {d.found})",
-                                          fix=f"review the change, then: sandbench suite "
-                                              f"seal {name}", file=d.file))
-                       for d in diffs]
+    return problems + [Problem.of(InputError(
+        f"suite {name!r}: {d.file} changed since the seal (sealed {d.expected}, now {d.found})",
+        fix=f"review the change, then: sandbench suite seal {name}", file=d.file))
+        for d in diffs]
 
 
 def runtime_problems(the_plan: Plan, override: str | None, engines: Sequence[Engine]

@@ -14,23 +14,21 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from orchestrator import (cells, corpus, engine_limits, engine_pool, log, placement,
-                          run_document, workfs)
+from orchestrator import corpus, engine_limits, log, placement, run_document, workfs
 from orchestrator.errors import GuardViolation, InputError
 from orchestrator.fsutil import atomic_write_json, read_json
 from orchestrator.images import ImageLock
-from orchestrator.run_document import RunDoc
+from orchestrator.run import pool, ready
+from orchestrator.run.measure import done
+from orchestrator.run.options import RunContext
+from orchestrator.run.plan import ArmPlan
+from orchestrator.run_document import SETUP_CELL, RunDoc
 from orchestrator.sandbox import Sandbox
-from orchestrator.run_document import SETUP_CELL
 from orchestrator.sandbox_spec import default_user
 from orchestrator.transcripts import RECORD_NAME, read_record
 from orchestrator.untrusted import walk
 from orchestrator.untrusted.strings import portable
-
-if TYPE_CHECKING:
-    from orchestrator.run import ArmPlan, _Run
 
 PREPARE_WORKERS = 2  # arms whose sandboxes are made at once; the engine's waits overlap
 
@@ -39,25 +37,24 @@ logger = log.get(__name__)
 
 # -- the engines --------------------------------------------------------------------------
 
-def place_and_prepare(r: _Run, data: RunDoc, on_refused: str) -> None:
+def place_and_prepare(r: RunContext, data: RunDoc) -> None:
     """Place the arms and make every engine that has some ready; an engine refused on the
     way has its arms placed again on the others (or the run stops, as the user chose)."""
     images_of = {a.name: a.spec.image for a in r.plan.available}
     previous = {a.name: data.arms[a.name].engine for a in r.plan.available}
     members = list(r.members.values())
     while True:
-        r.engine_of = engine_pool.place(list(images_of), members, previous)
-        ready = engine_pool.prepare(members, r.engine_of, images_of, r.settings, r.run_id,
-                                    default_user(), r.exec_path, r.run_dir, on_refused,
-                                    r.accept_unbounded_limits)
+        r.engine_of.clear()
+        r.engine_of.update(pool.place(list(images_of), members, previous))
+        all_ready = ready.prepare(r, images_of)
         for m in members:
             data.engine_prepared(m.facts, m.refused, m.imported, placement.engine_facts(m))
-        if ready:
+        if all_ready:
             break
     _check_engine_images(r)
 
 
-def _check_engine_images(r: _Run) -> None:
+def _check_engine_images(r: RunContext) -> None:
     """A resumed arm continues only with the image its cells ran: every recorded cell's
     image id must be the locked one, and so must the engine's image under the locked tag."""
     source = run_document.path(r.run_dir)
@@ -98,32 +95,32 @@ class Prepared:
     def snapshot(self, name: str, budget: walk.Budget) -> corpus.Snapshot:
         """The arm's file system `name` as it is now, where it lives, spending from the
         arm's `budget`."""
-        return _portable(self.place.snapshot(name, budget))
+        return portable_snapshot(self.place.snapshot(name, budget))
 
 
-def prepare_arms(r: _Run) -> list[Prepared]:
+def prepare_arms(r: RunContext) -> list[Prepared]:
     """Every arm's sandbox, `PREPARE_WORKERS` at a time, before any arm's first measured
     command: no container start or corpus copy then runs beside a measured tool, and the
     engine's waits overlap. A failure (or Ctrl-C) takes down every sandbox already made."""
-    pool = ThreadPoolExecutor(max_workers=PREPARE_WORKERS, thread_name_prefix="prepare")
-    futures = [pool.submit(_prepare_arm, r, a) for a in r.plan.available]
+    workers = ThreadPoolExecutor(max_workers=PREPARE_WORKERS, thread_name_prefix="prepare")
+    futures = [workers.submit(_prepare_arm, r, a) for a in r.plan.available]
     try:
         return [f.result() for f in futures]
     except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
+        workers.shutdown(wait=True, cancel_futures=True)
         for f in futures:
             if not f.cancelled() and f.exception() is None:
                 f.result().exits.close()
         raise
     finally:
-        pool.shutdown(wait=True)
+        workers.shutdown(wait=True)
 
 
-def _prepare_arm(r: _Run, a: ArmPlan) -> Prepared:
+def _prepare_arm(r: RunContext, a: ArmPlan) -> Prepared:
     member = r.member(a.name)
     place = placement.for_arm(member, a.name, r.run_dir / "work" / a.name,
                               r.settings.bench_root / "transfer")
-    if (why := engine_limits.refusal(member.facts, r.accept_unbounded_limits)) is not None:
+    if (why := engine_limits.refusal(member.facts, r.options.accept_unbounded_limits)) is not None:
         logger.error("arm_refused", arm=a.name, why=why)
         return Prepared(a, place, None, None, why, ExitStack())
     sizes = workfs.sizes(a.spec.limits, r.corpus_bytes)
@@ -160,26 +157,26 @@ def _prepare_arm(r: _Run, a: ArmPlan) -> Prepared:
     return Prepared(a, place, before, box, None, exits)
 
 
-def _kept(r: _Run, a: ArmPlan, place: placement.Placement, sizes: dict[str, int]) -> bool:
+def _kept(r: RunContext, a: ArmPlan, place: placement.Placement, sizes: dict[str, int]) -> bool:
     """Whether the arm's file systems from an earlier attempt of this run are kept: only
     once its set-up finished (an index build is not repeated) and they are still where it
     runs; otherwise they are made anew."""
-    return (cells.done(r.run_dir / "cells" / a.name / SETUP_CELL)
+    return (done(r.run_dir / "cells" / a.name / SETUP_CELL)
             and _corpus_before(r, a).is_file() and place.kept(list(sizes)))
 
 
-def _corpus_before(r: _Run, a: ArmPlan) -> Path:
+def _corpus_before(r: RunContext, a: ArmPlan) -> Path:
     return r.run_dir / "arms" / a.name / "corpus-before.json"
 
 
-def _save_corpus_before(r: _Run, a: ArmPlan, snap: corpus.Snapshot) -> corpus.Snapshot:
-    before = _portable(snap)
+def _save_corpus_before(r: RunContext, a: ArmPlan, snap: corpus.Snapshot) -> corpus.Snapshot:
+    before = portable_snapshot(snap)
     atomic_write_json(_corpus_before(r, a), {p: [e.kind, e.mode, e.size, e.digest]
                                              for p, e in before.entries.items()})
     return before
 
 
-def _portable(snap: corpus.Snapshot) -> corpus.Snapshot:
+def portable_snapshot(snap: corpus.Snapshot) -> corpus.Snapshot:
     """Paths as a document can hold them, by the one rule for tool strings
     (`untrusted.strings.portable`: a byte that is not UTF-8 as \\xNN, injectively, so no two
     names become one key), for every entry, every cut point and every repeated name, the same
