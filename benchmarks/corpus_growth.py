@@ -22,13 +22,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from orchestrator import arms, corpus, log, workfs
+from orchestrator import arms, corpus, log
+from orchestrator.sandbox import workfs
 from orchestrator.engine import Engine
 from orchestrator.errors import SandbenchError
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.images import ImageLock
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import default_user, for_arm
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.sandbox.spec import default_user, for_arm
 from orchestrator.settings import Settings, load_settings
 from orchestrator.suite import LANGUAGES
 

@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import publish
-from orchestrator import cleanup, images, remote
+from orchestrator import images
+from orchestrator.sandbox import cleanup
+from orchestrator.sandbox import remote
 from orchestrator.engine import Engine
 from orchestrator.images import ImageLock
 from orchestrator.settings import Settings, load_settings

@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import publish
-from orchestrator import arms, corpus, one_sandbox, placement, rundir
+from orchestrator import arms, corpus, placement
+from orchestrator.run import rundir
+from orchestrator.sandbox import one_sandbox
 from orchestrator.engine import Engine
-from orchestrator.sandbox_spec import default_user
+from orchestrator.sandbox.spec import default_user
 from orchestrator.settings import Settings, load_settings
 from orchestrator.run import pool
 

@@ -24,10 +24,10 @@ from typing import Any
 
 from benchmarks.sandbox_bench import ms, p95
 from benchmarks.split_cost import SOURCE, compile_helper
-from orchestrator import runtimes
+from orchestrator.sandbox import runtimes
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.images import ImageLock
-from orchestrator.sandbox_spec import Limits
+from orchestrator.sandbox.spec import Limits
 from orchestrator.settings import load_settings
 
 BEFORE = "584dd2f"  # main before the limits-in-force guards (issue 31)

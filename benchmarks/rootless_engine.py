@@ -24,7 +24,7 @@ from pathlib import Path
 
 from benchmarks.second_engine import (add_subids, mounted, remove_subids, started,
                                       wait_until_answers)
-from orchestrator import cleanup
+from orchestrator.sandbox import cleanup
 from orchestrator.engine import Engine
 
 USER = "sandbench-rootless"

@@ -21,11 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orchestrator import arms, images, log, runtimes, workfs
+from orchestrator import arms, images, log
+from orchestrator.sandbox import runtimes
+from orchestrator.sandbox import workfs
 from orchestrator.engine import Engine
 from orchestrator.fsutil import atomic_write_json
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import SandboxSpec, default_user, for_arm
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.sandbox.spec import SandboxSpec, default_user, for_arm
 from orchestrator.settings import load_settings
 
 # Besides the K sleeps, the cell's own tasks: the helper's child that runs the command, and

@@ -33,11 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.sandbox_bench import ms, synth_corpus
-from orchestrator import arms, images, log, runtimes, suite, workfs
+from orchestrator import arms, images, log, suite
+from orchestrator.sandbox import runtimes
+from orchestrator.sandbox import workfs
 from orchestrator.engine import Engine
 from orchestrator.fsutil import atomic_write_json
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import SandboxSpec, default_user, for_arm
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.sandbox.spec import SandboxSpec, default_user, for_arm
 from orchestrator.settings import Settings, load_settings
 from orchestrator.run import pool, runner
 from orchestrator.run.options import RunOptions

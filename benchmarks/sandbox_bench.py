@@ -31,12 +31,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from orchestrator import arms, images, log, workfs
+from orchestrator import arms, images, log
+from orchestrator.sandbox import workfs
 from orchestrator.engine import Engine
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.labels import LABEL_TEMPORARY, base_labels
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import DOCKER_EXEC, default_user, for_arm
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.sandbox.spec import DOCKER_EXEC, default_user, for_arm
 from orchestrator.settings import load_settings
 
 WORDS = ["order", "invoice", "customer", "ledger", "payment", "refund", "shipment", "tax"]

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from orchestrator import cleanup
+from orchestrator.sandbox import cleanup
 from orchestrator.engine import Engine
 from orchestrator.errors import EngineError
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.sandbox_bench import ms, p95
-from orchestrator.execproto import Envelope, encode_request
+from orchestrator.sandbox.execproto import Envelope, encode_request
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.settings import load_settings
 

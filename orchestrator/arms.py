@@ -2,7 +2,7 @@
 environment, optional set-up step (the index build), one argv template per task kind it
 attempts, the output parser's name, and for every kind it cannot express a `not_attempted`
 entry quoting the tool's own documentation. An MCP arm (`protocol = "mcp"`) names its server
-and protocol version instead, and one `tools/call` per kind (orchestrator/mcp.py)."""
+and protocol version instead, and one `tools/call` per kind (orchestrator/sandbox/mcp.py)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import mcp, parsers
+from orchestrator import parsers
+from orchestrator.sandbox import mcp
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
 from orchestrator.kinds import COMMON_PLACEHOLDERS, INPUT_KEY, KINDS, PLACEHOLDER
-from orchestrator.mcp import ToolCall
+from orchestrator.sandbox.mcp import ToolCall
 from orchestrator.isolation.limits import GIB, MIB, Limits
-from orchestrator.shared_checks import check_schema, load_schema
+from orchestrator.sandbox.shared_checks import check_schema, load_schema
 
 SCHEMA_FILE = "arm.schema.json"
 ARM_KEYS = set(load_schema(SCHEMA_FILE)["properties"])

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import InputError
-from orchestrator.shared_checks import key_path
+from orchestrator.sandbox.shared_checks import key_path
 
 CHUNK = 1 << 20
 _LIBC = ctypes.CDLL(None, use_errno=True)

@@ -11,7 +11,7 @@ from typing import Any
 from orchestrator.authoring._common import bad as _bad
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_json, read_toml
-from orchestrator.shared_checks import repo_path, schema_problem
+from orchestrator.sandbox.shared_checks import repo_path, schema_problem
 
 SCHEMA_FILE = "records.schema.json"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from orchestrator import runtimes
+from orchestrator.sandbox import runtimes
 from orchestrator import suite as suite_mod
 from orchestrator.authoring import toml_text
 from orchestrator.authoring._common import CLI, bad

@@ -18,7 +18,7 @@ def cleanup(dry_run: bool = typer.Option(False, "--dry-run", help="List, remove 
     """Remove leftovers of runs, by label and then by id: containers, temporary images, the
     work volumes of runs whose file systems the engine made, and the arms' file systems
     left mounted here; nothing else is touched."""
-    from orchestrator import cleanup as cleanup_mod
+    from orchestrator.sandbox import cleanup as cleanup_mod
     from orchestrator.engine import Engine
     cfg = settings(bench_root)
     engine = Engine.connect()
@@ -36,7 +36,7 @@ def _agent_image(cfg: Settings) -> str | None:
     """The engine agent's locked image, which detaches a work volume's file systems (None
     without one: work volumes are then listed, not removed)."""
     from orchestrator.images import ImageLock
-    from orchestrator.remote import AGENT_IMAGE
+    from orchestrator.sandbox.remote import AGENT_IMAGE
     try:
         return ImageLock.load(cfg.images_lock).image_id(AGENT_IMAGE)
     except SandbenchError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import typer
 
-from orchestrator import engine_limits
+from orchestrator.sandbox import engine_limits
 from orchestrator import placement as placement_mod
 from orchestrator.cli._common import emit_json, show, table
 from orchestrator.run import pool

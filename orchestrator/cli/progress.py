@@ -26,8 +26,8 @@ from rich.progress import (
 from orchestrator import log
 from orchestrator.run.options import Progress as OnCell
 from orchestrator.run.plan import ArmPlan
-from orchestrator.run_document import SETUP_CELL
-from orchestrator.transcripts import RECORD_NAME
+from orchestrator.run.document import SETUP_CELL
+from orchestrator.run.transcripts import RECORD_NAME
 from orchestrator.untrusted.text import terminal
 
 Clock = Callable[[], float]

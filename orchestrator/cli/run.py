@@ -7,9 +7,10 @@ from pathlib import Path
 
 import typer
 
-from orchestrator import engine_limits, runtimes
+from orchestrator.sandbox import engine_limits
+from orchestrator.sandbox import runtimes
 from orchestrator.cli._common import BenchRoot, Json, SuiteName, emit_json, settings
-from orchestrator.sandbox_spec import DOCKER_EXEC, RESIDENT
+from orchestrator.sandbox.spec import DOCKER_EXEC, RESIDENT
 from orchestrator.untrusted.text import terminal
 
 # A run that finished with arms refused: it is scored like a complete one, but it is not what
@@ -82,7 +83,7 @@ def run(suite: str = SuiteName,
     """Run a sealed suite. Arms run one after another unless --jobs says otherwise. Exits 3,
     naming each refused arm and why on stderr, when the run finished with arms its isolation
     guards refused (status refused-arms: the arms that ran are scored)."""
-    from orchestrator import run_document
+    from orchestrator.run import document as run_document
     from orchestrator.cli import progress
     from orchestrator.cli.dry_run import dry_run
     from orchestrator.run import preflight, runner

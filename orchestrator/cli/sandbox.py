@@ -25,7 +25,7 @@ def check(arms: list[str] = typer.Argument(None, metavar="ARM",
           ) -> None:
     """Start each arm's container, verify and print every guard, remove the container.
     Exits 1 when any arm is refused."""
-    from orchestrator import selfcheck
+    from orchestrator.sandbox import selfcheck
     from orchestrator.engine import Engine
     run_dir, checks = selfcheck.check(Engine.connect(), settings(bench_root), arms or [],
                                       runtime.value)
@@ -53,7 +53,7 @@ def exec_(arm: str = typer.Argument(..., metavar="ARM",
           runtime: Runtime = RUNTIME, bench_root: Path = BenchRoot, as_json: bool = Json
           ) -> None:
     """Run one command in a verified sandbox and keep its complete transcript."""
-    from orchestrator import selfcheck
+    from orchestrator.sandbox import selfcheck
     from orchestrator.engine import Engine
     run_dir, record = selfcheck.exec_once(Engine.connect(), settings(bench_root), arm, argv,
                                           timeout, runtime.value)
@@ -83,7 +83,7 @@ def try_(arm: str = typer.Argument(..., metavar="ARM", help="The arm to try (arm
          bench_root: Path = BenchRoot, as_json: bool = Json) -> None:
     """Render the arm's command for each task as a run would, run each once in the arm's
     verified sandbox, and show what its parser reads (and, with truth, the scorer's grade)."""
-    from orchestrator import tool_try
+    from orchestrator.sandbox import tool_try
     from orchestrator.engine import Engine
     cfg = settings(bench_root)
     planned = tool_try.plan(cfg, suite_name, arm, task_ids or [])

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator import run_document
+from orchestrator.run import document as run_document
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_json, read_toml
 from orchestrator.report.scores import load_scores
-from orchestrator.run_document import RunDoc
+from orchestrator.run.document import RunDoc
 from orchestrator.score.scorer import SCORES_NAME
 from orchestrator.suite.model import (COMPARABLE_KEY, COMPARABLE_SHAPE, MANIFEST,
                                       comparable_seals)

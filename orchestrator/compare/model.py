@@ -30,7 +30,7 @@ from statistics import median
 from typing import Any
 
 from orchestrator.compare.inputs import ScoredRun
-from orchestrator.run_document import RunDoc
+from orchestrator.run.document import RunDoc
 
 SCHEMA = "sandbench.compare/1"
 GRADE_RANK = {"wrong": 0, "partial": 1, "correct": 2}

@@ -13,7 +13,7 @@ from typing import Any
 from orchestrator.errors import InputError
 from orchestrator.fsutil import duplicate_toml_key
 from orchestrator.settings import Settings
-from orchestrator.shared_checks import load_schema, schema_problem
+from orchestrator.sandbox.shared_checks import load_schema, schema_problem
 
 LOCK_NAME = "corpus.lock"
 SCHEMA_FILE = "corpus-lock.schema.json"

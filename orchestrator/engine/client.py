@@ -23,7 +23,7 @@ from orchestrator.engine.calls import (DEFAULT_TIMEOUT_S, ENGINE_FAILURES, STREA
 from orchestrator.engine.connection import (api_version, engine_address, own_trust,
                                             socket_denied, tls_config)
 from orchestrator.engine.streams import AttachChannel, ExecStream
-from orchestrator import podman
+from orchestrator.sandbox import podman
 from orchestrator.errors import ContainerFailed, EngineError, EngineNotFound
 from orchestrator.labels import LABEL_CREATE
 from orchestrator.untrusted import limits
@@ -104,7 +104,7 @@ class Engine:
     @property
     def dialect(self) -> str:
         """docker, or podman when Podman's engine answers (its version's components), asked
-        once: which answers the guards read as equivalent (orchestrator/podman.py)."""
+        once: which answers the guards read as equivalent (orchestrator/sandbox/podman.py)."""
         if self._dialect is None:
             self._dialect = podman.dialect(self.version())
         return self._dialect

@@ -15,12 +15,15 @@ from typing import Any
 
 import yaml
 
-from orchestrator import arms, images, mcp, run_document, sandbox_spec, suite
+from orchestrator import arms, images, suite
+from orchestrator.run import document as run_document
+from orchestrator.sandbox import mcp
+from orchestrator.sandbox import spec as sandbox_spec
 from orchestrator.errors import SandbenchError
 from orchestrator.fsutil import atomic_write_text
 from orchestrator.isolation import facets, folds
 from orchestrator.isolation.values import HELPER_PATH as HELPER
-from orchestrator.sandbox_spec import HelperFile, default_user
+from orchestrator.sandbox.spec import HelperFile, default_user
 from orchestrator.settings import Settings
 
 HEADER = """\

@@ -13,7 +13,7 @@ from orchestrator.fsutil import atomic_write_bytes, atomic_write_json, read_json
 from orchestrator.images import helper as host_helper
 from orchestrator.images.recipes import load_recipes, recipe_hash
 from orchestrator.settings import Settings
-from orchestrator.shared_checks import check_schema
+from orchestrator.sandbox.shared_checks import check_schema
 
 if TYPE_CHECKING:
     from orchestrator.engine import Engine

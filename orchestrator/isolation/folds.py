@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import runtimes
+from orchestrator.sandbox import runtimes
 from orchestrator.isolation import table
 from orchestrator.isolation.setting import OWN_CONTAINERS, Pair
 from orchestrator.isolation.values import K8S_LISTS, K8S_PLACES, Check, Job, Probe, View

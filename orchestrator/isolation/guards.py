@@ -20,7 +20,7 @@ from orchestrator.fsutil import atomic_write_json, read_json
 from orchestrator.isolation import folds
 from orchestrator.isolation.policy import GuardPolicy, GuardResult
 from orchestrator.isolation.values import Check
-from orchestrator.shared_checks import check_schema
+from orchestrator.sandbox.shared_checks import check_schema
 
 
 def _results(side: str, checks: list[Check]) -> list[GuardResult]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import runtimes
+from orchestrator.sandbox import runtimes
 from orchestrator.isolation import in_force, separation
 from orchestrator.isolation.values import EXECUTOR_CAP_MASK, Check, Probe
 

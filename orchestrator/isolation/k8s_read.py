@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator import runtimes
+from orchestrator.sandbox import runtimes
 from orchestrator.isolation.facets import k8s_runtime_class
 from orchestrator.isolation.setting import Pair
 from orchestrator.isolation.values import EXECUTOR_CAPS, HELPER_PATH, Job

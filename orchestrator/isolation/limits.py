@@ -15,7 +15,7 @@ class Limits:
     pids: int = 512
     cpus: float = 2.0
     tmp_bytes: int = 512 * MIB
-    # The writable mounts' own file systems (orchestrator/workfs.py); sparse, so a generous
+    # The writable mounts' own file systems (orchestrator/sandbox/workfs.py); sparse, so a generous
     # bound costs nothing until a tool writes.
     state_bytes: int = 4 * GIB
     out_bytes: int = 1 * GIB

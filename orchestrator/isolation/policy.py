@@ -10,7 +10,7 @@ from typing import Any
 
 from orchestrator.errors import InputError
 from orchestrator.isolation.values import HELPER_PATH, RESIDENT
-from orchestrator.shared_checks import schema_problem
+from orchestrator.sandbox.shared_checks import schema_problem
 
 
 @dataclass(frozen=True)

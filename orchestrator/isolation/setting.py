@@ -16,10 +16,11 @@ if TYPE_CHECKING:  # the policy and the spec only arrive as arguments
     from orchestrator.isolation.spec import ContainerSpec
 
 # sandbench's own containers, which run no arm's code under its limits but take what applies
-# of each setting from the table too: the engine agent (orchestrator/remote.py: a short-lived
-# container making an arm's file systems on an engine's host), a copy holder there (created,
-# never started), the container an image build's helper is copied out of (never started), the
-# one reading an image's manifests (its tool's version command), and a build's RUN steps.
+# of each setting from the table too: the engine agent (orchestrator/sandbox/remote.py: a
+# short-lived container making an arm's file systems on an engine's host), a copy holder there
+# (created, never started), the container an image build's helper is copied out of (never
+# started), the one reading an image's manifests (its tool's version command), and a build's
+# RUN steps.
 AGENT = "agent"
 HOLDER = "holder"
 BUILD_HELPER = "build_helper"

@@ -9,14 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import labels, runtimes
+from orchestrator import labels
+from orchestrator.sandbox import runtimes
 from orchestrator.isolation.limits import Limits
 from orchestrator.isolation.values import HELPER_PATH, RESIDENT
 
 
 @dataclass(frozen=True)
 class Mount:
-    """A host path bind-mounted, or (on an engine of another host, orchestrator/remote.py)
+    """A host path bind-mounted, or (on an engine of another host, orchestrator/sandbox/remote.py)
     a volume of the engine's, `source` then being the volume's name."""
 
     source: Path
@@ -58,11 +59,13 @@ class ContainerSpec:
     limits: Limits = field(default_factory=Limits)
     workdir: str = "/"
     exec_path: str = RESIDENT
-    runtime: str = runtimes.DEFAULT  # the engine's container runtime (orchestrator/runtimes.py)
+    # The engine's container runtime (orchestrator/sandbox/runtimes.py).
+    runtime: str = runtimes.DEFAULT
     # The user accepted that the engine does not enforce the limits (engine_limits): the
     # inside guards then report the limits in force without refusing the sandbox.
     unbounded_limits_accepted: bool = False
-    engine: str = "docker"  # the engine's dialect: docker, or podman (orchestrator/podman.py)
+    # The engine's dialect: docker, or podman (orchestrator/sandbox/podman.py).
+    engine: str = "docker"
 
     @property
     def labels(self) -> dict[str, str]:

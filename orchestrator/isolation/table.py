@@ -18,7 +18,9 @@ to the engine.
 
 from __future__ import annotations
 
-from orchestrator import labels, podman, runtimes
+from orchestrator import labels
+from orchestrator.sandbox import podman
+from orchestrator.sandbox import runtimes
 from orchestrator.isolation import facets, inside, k8s_read
 from orchestrator.isolation.setting import Setting, nothing, own
 from orchestrator.isolation.values import (

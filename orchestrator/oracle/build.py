@@ -15,16 +15,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from orchestrator import arms, corpus, log, one_sandbox, rundir, suite
+from orchestrator import arms, corpus, log, suite
+from orchestrator.run import rundir
+from orchestrator.sandbox import one_sandbox
 from orchestrator.engine import Engine
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json, sha256_file
 from orchestrator.images import ImageLock
 from orchestrator.oracle import scip, truth
 from orchestrator.oracle.sources import PinnedSources
-from orchestrator.sandbox_spec import default_user
+from orchestrator.sandbox.spec import default_user
 from orchestrator.settings import Settings
-from orchestrator.transcripts import RECORD_NAME, ExecRecord
+from orchestrator.run.transcripts import RECORD_NAME, ExecRecord
 from orchestrator.untrusted.errors import HostileInput
 
 SCHEMA = "sandbench.truth/1"

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from orchestrator import corpus
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
-from orchestrator.sandbox_spec import SandboxSpec
+from orchestrator.sandbox.spec import SandboxSpec
 from orchestrator.settings import Settings
 from orchestrator.untrusted import walk
 

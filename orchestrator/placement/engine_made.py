@@ -11,14 +11,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import corpus, log, remote, sandbox_spec
+from orchestrator import corpus, log
+from orchestrator.sandbox import remote
+from orchestrator.sandbox import spec as sandbox_spec
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
 from orchestrator.isolation import guards
 from orchestrator.errors import SandbenchError
-from orchestrator.remote import RemoteSite
-from orchestrator.run_engines import ENGINE_MADE
-from orchestrator.sandbox_spec import SandboxSpec
+from orchestrator.sandbox.remote import RemoteSite
+from orchestrator.run.engines import ENGINE_MADE
+from orchestrator.sandbox.spec import SandboxSpec
 from orchestrator.settings import Settings
 from orchestrator.untrusted import walk
 

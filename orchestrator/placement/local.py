@@ -13,11 +13,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import corpus, log, sandbox_spec, userns, workfs
+from orchestrator import corpus, log
+from orchestrator.sandbox import userns
+from orchestrator.sandbox import workfs
+from orchestrator.sandbox import spec as sandbox_spec
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
 from orchestrator.isolation import guards
-from orchestrator.sandbox_spec import SandboxSpec
+from orchestrator.sandbox.spec import SandboxSpec
 from orchestrator.settings import Settings
 from orchestrator.untrusted import walk
 

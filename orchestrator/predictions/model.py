@@ -12,7 +12,7 @@ from typing import Any
 
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
-from orchestrator.shared_checks import check_schema
+from orchestrator.sandbox.shared_checks import check_schema
 
 PREDICTIONS = "predictions.toml"
 SCHEMA_FILE = "predictions.schema.json"

@@ -15,7 +15,7 @@ from typing import Any
 from jsonschema import ValidationError
 
 from orchestrator.errors import InputError
-from orchestrator.shared_checks import schema_errors
+from orchestrator.sandbox.shared_checks import schema_errors
 
 SCHEMA_FILE = "scores.schema.json"
 # A value's own checks, in the order they are reported; only the first that fails counts.

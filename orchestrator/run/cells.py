@@ -19,8 +19,8 @@ from orchestrator.run import measure
 from orchestrator.run.options import RunContext
 from orchestrator.run.plan import ArmPlan
 from orchestrator.run.prepare import Prepared
-from orchestrator.sandbox import Sandbox
-from orchestrator.transcripts import ExecRecord
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.run.transcripts import ExecRecord
 
 
 class SandboxLost(SandbenchError):

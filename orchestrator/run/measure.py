@@ -2,7 +2,7 @@
 `Step` per exec. An exec arm's steps are its set-up and each cell (one command each); an MCP
 arm's are its set-up session and one session per task that sends the task's call reps + 1
 times (cold, then warm on the same server), each of its REP records derived from the
-session's transcript (orchestrator/mcp.py). `steps` gives either kind to the one measuring
+session's transcript (orchestrator/sandbox/mcp.py). `steps` gives either kind to the one measuring
 loop (`cells.measure_cells`).
 
 A step whose cells are done is not given: a resume runs only what is missing. A cell is done
@@ -17,13 +17,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import mcp, suite
+from orchestrator import suite
+from orchestrator.sandbox import mcp
 from orchestrator.arms import ArmSpec
 from orchestrator.errors import InputError
 from orchestrator.run.options import RunContext
 from orchestrator.run.plan import ArmPlan
-from orchestrator.run_document import SETUP_CELL
-from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record, streams_intact
+from orchestrator.run.document import SETUP_CELL
+from orchestrator.run.transcripts import RECORD_NAME, ExecRecord, read_record, streams_intact
 from orchestrator.untrusted import walk
 
 Outcomes = Callable[[ExecRecord], list[tuple[str, str]]]  # the exec's record -> (cell, outcome)

@@ -9,12 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator import corpus, runtimes
+from orchestrator import corpus
+from orchestrator.sandbox import runtimes
 from orchestrator.engine import Engine
 from orchestrator.errors import InputError
 from orchestrator.run.plan import Plan
 from orchestrator.run.pool import ON_REFUSED, STOP, Member
-from orchestrator.sandbox_spec import EXEC_PATHS
+from orchestrator.sandbox.spec import EXEC_PATHS
 from orchestrator.settings import Settings
 
 Progress = Callable[[str, str, str], None]  # (arm, cell, outcome) after every cell

@@ -6,7 +6,8 @@ An arm's container lives on one engine (its cold and warm cells and its index st
 together). An engine on this host (a unix socket here) bind-mounts the arm's file systems
 (workfs: loop-mounted ext4 images) and the timing helper from this host. An ssh:// or tcp://
 engine is another host's: there the run's work volume, the arm's file systems, its corpus
-copy and the helper are made through that engine by the engine agent (orchestrator/remote.py).
+copy and the helper are made through that engine by the engine agent
+(orchestrator/sandbox/remote.py).
 What an engine must have and pass before an arm runs on it is `run.ready`'s.
 """
 
@@ -20,7 +21,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from orchestrator import engine_limits, log, podman, userns
+from orchestrator import log
+from orchestrator.sandbox import podman
+from orchestrator.sandbox import engine_limits
+from orchestrator.sandbox import userns
 from orchestrator.engine import Engine, engine_address, tls_config
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.images import ImageLock

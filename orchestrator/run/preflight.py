@@ -16,7 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from orchestrator import run_document, runtimes, suite
+from orchestrator import suite
+from orchestrator.run import document as run_document
+from orchestrator.sandbox import runtimes
 from orchestrator.engine import Engine
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.run import pool

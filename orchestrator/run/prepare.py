@@ -15,7 +15,10 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import corpus, engine_limits, log, placement, run_document, workfs
+from orchestrator import corpus, log, placement
+from orchestrator.run import document as run_document
+from orchestrator.sandbox import engine_limits
+from orchestrator.sandbox import workfs
 from orchestrator.errors import GuardViolation, InputError
 from orchestrator.fsutil import atomic_write_json, read_json
 from orchestrator.images import ImageLock
@@ -23,10 +26,10 @@ from orchestrator.run import pool, ready
 from orchestrator.run.measure import done
 from orchestrator.run.options import RunContext
 from orchestrator.run.plan import ArmPlan
-from orchestrator.run_document import SETUP_CELL, RunDoc
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import default_user
-from orchestrator.transcripts import RECORD_NAME, read_record
+from orchestrator.run.document import SETUP_CELL, RunDoc
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.sandbox.spec import default_user
+from orchestrator.run.transcripts import RECORD_NAME, read_record
 from orchestrator.untrusted import walk
 from orchestrator.untrusted.strings import portable
 

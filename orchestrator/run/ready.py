@@ -11,14 +11,15 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from orchestrator import engine_limits, log, placement
+from orchestrator import log, placement
+from orchestrator.sandbox import engine_limits
 from orchestrator.isolation.policy import GuardResult
 from orchestrator.errors import EngineError, GuardViolation, InputError, SandbenchError
 from orchestrator.images import ImageLock, transfer
 from orchestrator.run.options import RunContext
 from orchestrator.run.pool import Member, learn_ids, refuse
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import HelperFile, default_user, make
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.sandbox.spec import HelperFile, default_user, make
 from orchestrator.settings import Settings
 
 logger = log.get(__name__)

@@ -12,13 +12,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from orchestrator import corpus, engine_limits, line_index, run_document
+from orchestrator import corpus, line_index
+from orchestrator.run import document as run_document
+from orchestrator.sandbox import engine_limits
 from orchestrator.errors import EngineError, SandbenchError
 from orchestrator.fsutil import atomic_write_text
 from orchestrator.run import cells, prepare, preflight, start
 from orchestrator.run.options import Progress, RunContext, RunOptions
 from orchestrator.run.pool import Member
-from orchestrator.run_document import RunDoc
+from orchestrator.run.document import RunDoc
 from orchestrator.settings import Settings
 
 

@@ -7,14 +7,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from orchestrator import cleanup, corpus, log, run_document, runtimes, rundir, suite, workfs
+from orchestrator import corpus, log, suite
+from orchestrator.run import document as run_document
+from orchestrator.run import rundir
+from orchestrator.sandbox import cleanup
+from orchestrator.sandbox import runtimes
+from orchestrator.sandbox import workfs
 from orchestrator.errors import InputError
 from orchestrator.images import ImageLock
 from orchestrator.run.options import Progress, RunContext, RunOptions
 from orchestrator.run.plan import Plan
 from orchestrator.run.pool import Member
-from orchestrator.run_document import RunDoc
-from orchestrator.sandbox_spec import RESIDENT, default_user
+from orchestrator.run.document import RunDoc
+from orchestrator.sandbox.spec import RESIDENT, default_user
 from orchestrator.settings import Settings
 
 logger = log.get(__name__)

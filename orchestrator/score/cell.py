@@ -23,7 +23,7 @@ from orchestrator.score import correctness, cost, edges, reach, timing
 from orchestrator.score.inputs import ArmRun, Rep, RunInputs
 from orchestrator.score.numbers import r6
 from orchestrator.suite import Suite, Task
-from orchestrator.transcripts import OUTCOMES, RECORD_NAME
+from orchestrator.run.transcripts import OUTCOMES, RECORD_NAME
 from orchestrator.untrusted.decode import clip
 from orchestrator.untrusted.errors import HostileInput
 

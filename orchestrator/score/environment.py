@@ -249,7 +249,7 @@ def disclosure(run: Mapping[str, Any], baseline: str, arm_states: Mapping[str, s
     }
 
 
-# What each container runtime puts between a tool and the host (orchestrator/runtimes.py).
+# What each container runtime puts between a tool and the host (orchestrator/sandbox/runtimes.py).
 RUNTIME_MEANS = {
     "runc": "the host's kernel",
     "runsc": "gVisor's kernel between the tool and the host's: its system calls and file "

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator import run_document
+from orchestrator.run import document as run_document
 from orchestrator import suite as suite_mod
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_json, sha256_file
 from orchestrator.kinds import KINDS
 from orchestrator.predictions.model import PREDICTIONS
-from orchestrator.run_document import SETUP_CELL, ArmRecord, RunDoc
+from orchestrator.run.document import SETUP_CELL, ArmRecord, RunDoc
 from orchestrator.settings import PACKAGE_DIR
-from orchestrator.transcripts import RECORD_NAME, ExecRecord, read_record
+from orchestrator.run.transcripts import RECORD_NAME, ExecRecord, read_record
 
 # The project root the scorer's own sources are sealed relative to.
 SOURCE_ROOT = PACKAGE_DIR.parent

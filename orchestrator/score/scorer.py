@@ -33,7 +33,7 @@ from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.predictions import evaluate
 from orchestrator.predictions.model import PREDICTIONS, Prediction
-from orchestrator.run_document import RunDoc
+from orchestrator.run.document import RunDoc
 from orchestrator.score import (bands, cell, correctness, cost, edges, environment, leaders,
                                 listed, published, reach, setup, timing)
 from orchestrator.score.inputs import RunInputs, load

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from orchestrator.run_document import ArmRecord
+from orchestrator.run.document import ArmRecord
 from orchestrator.score.numbers import median, r6
 
 NS_PER_S = 1_000_000_000

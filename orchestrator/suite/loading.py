@@ -17,13 +17,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from orchestrator import corpus, runtimes
+from orchestrator import corpus
+from orchestrator.sandbox import runtimes
 from orchestrator.corpus.git import clean_git
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
 from orchestrator.kinds import EDGE_KINDS
 from orchestrator.predictions.model import SuiteFacts, load_predictions
-from orchestrator.shared_checks import check_schema, number, repo_path
+from orchestrator.sandbox.shared_checks import check_schema, number, repo_path
 from orchestrator.untrusted.strings import portable_bytes
 from orchestrator.suite.model import (
     COMPARABLE_KEY, COMPARABLE_SHAPE, EDGE_BAND_KEYS, FAMILIES, GRADING_KEYS,

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator import parsers, runtimes
+from orchestrator import parsers
+from orchestrator.sandbox import runtimes
 from orchestrator.kinds import PLACEHOLDER
 from orchestrator.predictions.model import Prediction
 
@@ -253,7 +254,7 @@ class Suite:
     def rules(self, task: Task) -> GradingRules:
         """The grading rules of one task: the suite's, with the task's own over them."""
         return self.grading.over(task.grading)
-    # The container runtime of each arm (orchestrator/runtimes.py): runc unless declared.
+    # The container runtime of each arm (orchestrator/sandbox/runtimes.py): runc unless declared.
     runtime: runtimes.Choice = field(default_factory=runtimes.Choice)
     # Its registered predictions (predictions.toml, sealed with it); none when it has no file.
     predictions: tuple[Prediction, ...] = ()

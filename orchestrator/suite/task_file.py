@@ -14,7 +14,7 @@ from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
 from orchestrator.kinds import COMMON_PLACEHOLDERS, EDGE_KINDS, INPUT_KEY, PLACEHOLDER
 from orchestrator.parsers import PARSERS
-from orchestrator.shared_checks import check_schema, number, repo_path
+from orchestrator.sandbox.shared_checks import check_schema, number, repo_path
 from orchestrator.suite.model import (
     COMMAND_OUTPUTS, DECIMAL, GRADING_CHOICES, GRADING_KEYS, SCRIPT_PLACEHOLDER, TASK_ID,
     GradingRules, Published, Task, TaskCommand)

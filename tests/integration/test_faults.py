@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.second_engine import SecondEngine
-from orchestrator import cleanup, mcp, suite, transcripts
+from orchestrator import suite
+from orchestrator.run import transcripts
+from orchestrator.sandbox import cleanup
+from orchestrator.sandbox import mcp
 from orchestrator.engine import Engine, engine_address
 from orchestrator.score import scorer
 from orchestrator.settings import Settings

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import runtimes
+from orchestrator.sandbox import runtimes
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
-from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox.container import Sandbox
 from orchestrator.settings import Settings
 from orchestrator.isolation import guards
 from orchestrator.isolation.policy import GuardResult

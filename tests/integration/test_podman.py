@@ -20,14 +20,15 @@ from typing import Any
 import pytest
 
 from benchmarks.podman_engine import PodmanService, podman_service
-from orchestrator import corpus, images, podman
+from orchestrator import corpus, images
+from orchestrator.sandbox import podman
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.images import transfer
 from orchestrator.images.rootfs import write_image_archive
 from orchestrator.images.recipes import Bootstrap
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import HelperFile, Mount, SandboxSpec, default_user
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.sandbox.spec import HelperFile, Mount, SandboxSpec, default_user
 from orchestrator.settings import Settings
 from orchestrator.isolation import guards
 from orchestrator.run import pool, runner

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.second_engine import SecondEngine, second_dockerd
-from orchestrator import corpus, remote
+from orchestrator import corpus
+from orchestrator.sandbox import remote
 from orchestrator.engine import Engine, engine_address
 from orchestrator.errors import SandbenchError
 from orchestrator.settings import Settings

@@ -17,10 +17,11 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.rootless_engine import SUBID_BASE, RootlessEngine, rootless_dockerd
-from orchestrator import images, suite, workfs
+from orchestrator import images, suite
+from orchestrator.sandbox import workfs
 from orchestrator.cli import app
 from orchestrator.engine import Engine, engine_address
-from orchestrator.sandbox_spec import default_user
+from orchestrator.sandbox.spec import default_user
 from orchestrator.score import scorer
 from orchestrator.settings import Settings, load_settings
 from orchestrator.run import pool, ready

@@ -13,7 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import cleanup, corpus, images, mcp, parsers, suite, transcripts, workfs
+from orchestrator import corpus, images, parsers, suite
+from orchestrator.run import transcripts
+from orchestrator.sandbox import cleanup
+from orchestrator.sandbox import mcp
+from orchestrator.sandbox import workfs
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings
 from orchestrator.run import plan as run_plan

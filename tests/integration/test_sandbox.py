@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from orchestrator import cleanup, images
+from orchestrator import images
+from orchestrator.sandbox import cleanup
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import (DOCKER_EXEC, MIB, HelperFile, Limits, Mount, SandboxSpec,
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.sandbox.spec import (DOCKER_EXEC, MIB, HelperFile, Limits, Mount, SandboxSpec,
                                       default_user)
 from orchestrator.settings import Settings
 from orchestrator.isolation import guards

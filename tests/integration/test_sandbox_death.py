@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import labels, runtimes, transcripts
+from orchestrator import labels
+from orchestrator.run import transcripts
+from orchestrator.sandbox import runtimes
 from orchestrator.engine import Engine
-from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox.container import Sandbox
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
 from orchestrator.run import pool, runner

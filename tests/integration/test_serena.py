@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import images, mcp, parsers
+from orchestrator import images, parsers
+from orchestrator.sandbox import mcp
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings
 from orchestrator.run import pool, runner

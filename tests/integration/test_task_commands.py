@@ -18,7 +18,7 @@ from orchestrator.report.html import render_html
 from orchestrator.report.markdown import render_markdown
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
-from orchestrator.transcripts import read_record
+from orchestrator.run.transcripts import read_record
 from orchestrator.run import pool, runner
 from orchestrator.run.options import RunOptions
 from tests.integration.conftest import project_copy

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from orchestrator import cleanup, suite
+from orchestrator import suite
+from orchestrator.sandbox import cleanup
 from orchestrator.isolation import guards
 from orchestrator.cli import app
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings
-from orchestrator.transcripts import read_record
+from orchestrator.run.transcripts import read_record
 from tests.integration.conftest import project_copy
 
 pytestmark = pytest.mark.integration

@@ -14,10 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from benchmarks.second_engine import REMAP_BASE, REMAP_COUNT, SecondEngine
-from orchestrator import corpus, workfs
+from orchestrator import corpus
+from orchestrator.sandbox import workfs
 from orchestrator.cli import app
 from orchestrator.engine import Engine, engine_address
-from orchestrator.sandbox_spec import default_user
+from orchestrator.sandbox.spec import default_user
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
 from orchestrator.run import pool, ready, runner

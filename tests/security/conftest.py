@@ -30,12 +30,15 @@ from typing import Any
 
 import pytest
 
-from orchestrator import arms, canary, corpus, images, rundir, suite, workfs
+from orchestrator import arms, corpus, images, suite
+from orchestrator.run import rundir
+from orchestrator.sandbox import canary
+from orchestrator.sandbox import workfs
 from orchestrator import labels as lb
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings, load_settings
 from orchestrator.suite import every_scorer_source
-from orchestrator.transcripts import ExecRecord, read_record
+from orchestrator.run.transcripts import ExecRecord, read_record
 from orchestrator.run import pool, runner
 from orchestrator.run.options import RunOptions
 from tests.security.reading import status_kib

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import mcp, parsers, report
+from orchestrator import parsers, report
+from orchestrator.sandbox import mcp
 from orchestrator.score import scorer
-from orchestrator.transcripts import ExecRecord, read_record
+from orchestrator.run.transcripts import ExecRecord, read_record
 from orchestrator.run import pool, runner
 from orchestrator.run.options import RunOptions
 from tests.security.conftest import (MCP_CALL_TIMEOUT_S, MCP_FLOOD_TIMEOUT_S, MCP_MODES, TASKS,

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import cleanup, parsers
-from orchestrator.transcripts import read_record
+from orchestrator import parsers
+from orchestrator.sandbox import cleanup
+from orchestrator.run.transcripts import read_record
 from orchestrator.isolation import guards
 from orchestrator.run import pool, runner
 from orchestrator.run.options import RunOptions

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import workfs
+from orchestrator.sandbox import workfs
 from orchestrator.errors import SandbenchError
 from orchestrator.run import pool, runner
 from orchestrator.run.options import RunOptions

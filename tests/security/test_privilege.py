@@ -12,8 +12,8 @@ import pytest
 
 from orchestrator import images
 from orchestrator.errors import GuardViolation
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import HelperFile, Mount, SandboxSpec, default_user
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.sandbox.spec import HelperFile, Mount, SandboxSpec, default_user
 from tests.security.conftest import MainRun, World
 
 pytestmark = pytest.mark.integration

@@ -11,8 +11,8 @@ import resource
 
 import pytest
 
-from orchestrator import workfs
-from orchestrator.sandbox_spec import MIB
+from orchestrator.sandbox import workfs
+from orchestrator.sandbox.spec import MIB
 from tests.security.conftest import (
     FLOOD_STDERR,
     FLOOD_STDOUT,
@@ -119,7 +119,7 @@ def test_a_stdout_flood_is_capped_flagged_and_costs_the_orchestrator_no_memory(
 
 
 def test_a_setup_that_ignores_sigterm_is_killed_at_its_timeout(main_run: MainRun) -> None:
-    from orchestrator.transcripts import read_record
+    from orchestrator.run.transcripts import read_record
     record = read_record(main_run.run_dir / "cells" / "h-term" / "_setup" / "record.json")
     assert record.outcome == "timeout" and record.exit["timed_out"]
     assert not record.exit["host_timed_out"]

@@ -23,12 +23,14 @@ from typing import Any
 
 import pytest
 
-from orchestrator import arms, one_sandbox, runtimes
-from orchestrator import canary as canary_mod
+from orchestrator import arms
+from orchestrator.sandbox import one_sandbox
+from orchestrator.sandbox import runtimes
+from orchestrator.sandbox import canary as canary_mod
 from orchestrator.errors import GuardViolation
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import default_user
-from orchestrator.transcripts import read_record
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.sandbox.spec import default_user
+from orchestrator.run.transcripts import read_record
 from orchestrator.isolation import guards, inside
 from orchestrator.isolation.policy import GuardResult
 from orchestrator.run import pool, runner

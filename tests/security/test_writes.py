@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from orchestrator.transcripts import read_record
+from orchestrator.run.transcripts import read_record
 from tests.security.conftest import MainRun
 
 pytestmark = pytest.mark.integration

@@ -19,7 +19,7 @@ from orchestrator import suite
 from orchestrator.authoring import read_records
 from orchestrator.corpus.git import clean_git
 from orchestrator.errors import InputError
-from orchestrator.shared_checks import load_schema
+from orchestrator.sandbox.shared_checks import load_schema
 from tests.unit.test_authoring import (URL, Shop, _add_corpus, _add_tasks, _new_suite, _ready,
                                        _tree, make_shop, sandbench)
 
@@ -346,7 +346,7 @@ def test_the_example_records_author_a_suite_that_loads_and_seals(shop: Shop) -> 
 
 
 def test_every_run_of_a_suite_says_its_test_files_are_left_out(shop: Shop) -> None:
-    from orchestrator.run_document import suite_deviations
+    from orchestrator.run.document import suite_deviations
     _ready(shop, "--test-files", "exclude", "--not-attempted", f"resolver-precision={REASON}",
            "--not-attempted-source", f"resolver-precision={SOURCE}")
     assert _add_tasks(shop, _json_records(shop, [{"id": "money", "symbol": "Money"}])

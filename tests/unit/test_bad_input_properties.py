@@ -61,7 +61,8 @@ from bad_input.harness import (
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from orchestrator import arms, corpus, images, suite, transcripts
+from orchestrator import arms, corpus, images, suite
+from orchestrator.run import transcripts
 from orchestrator.cli import app
 from orchestrator.score import inputs as score_inputs
 from orchestrator.isolation import guards

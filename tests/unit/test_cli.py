@@ -19,7 +19,7 @@ from orchestrator.engine import Engine
 from orchestrator.isolation.policy import GuardResult
 from orchestrator.run import pool
 from orchestrator.run.pool import ON_REFUSED
-from orchestrator.sandbox_spec import EXEC_PATHS
+from orchestrator.sandbox.spec import EXEC_PATHS
 
 FIXTURES = Path(__file__).parent / "bad_input" / "fixtures"
 

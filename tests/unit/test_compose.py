@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from orchestrator.sandbox_spec import Limits
+from orchestrator.sandbox.spec import Limits
 from orchestrator.settings import Settings
 from orchestrator.exports import compose
 

@@ -17,7 +17,7 @@ import pytest
 import requests.exceptions
 import urllib3.exceptions
 
-from orchestrator import cleanup
+from orchestrator.sandbox import cleanup
 from orchestrator.engine import Engine, calls, engine_address, tls_config
 from orchestrator.errors import EngineError, EngineNotFound, InputError
 from orchestrator.labels import LABEL_CREATE

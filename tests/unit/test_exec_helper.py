@@ -1,4 +1,4 @@
-"""sandbench-exec (images/base/sandbench-exec.c) and its decoder (orchestrator.execproto).
+"""sandbench-exec (images/base/sandbench-exec.c) and its decoder (orchestrator.sandbox.execproto).
 
 The helper is compiled with the host's C compiler, with the image's flags, and run as a
 plain subprocess: no Docker. Its stdout is decoded with execproto exactly as the
@@ -31,8 +31,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orchestrator import execproto
-from orchestrator.execproto import (
+from orchestrator.sandbox import execproto
+from orchestrator.sandbox.execproto import (
     FRAME_ERROR,
     FRAME_PROBE,
     FRAME_RESULT,

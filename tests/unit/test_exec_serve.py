@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import execproto
-from orchestrator.execproto import Envelope, decode_exec_stream, encode_request
+from orchestrator.sandbox import execproto
+from orchestrator.sandbox.execproto import Envelope, decode_exec_stream, encode_request
 
 pytestmark = pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0,
                                 reason="needs unshare as root")

@@ -306,8 +306,8 @@ RUNS_GIT = {
     "orchestrator/line_index.py": "the pristine store's object store",
     "orchestrator/oracle/sources.py": "the pristine store",
     "orchestrator/suite/loading.py": "the pristine store (check_truth_at_pin)",
-    "orchestrator/remote.py": "a fresh copy of the pristine on an engine's host, before any "
-                              "container has it",
+    "orchestrator/sandbox/remote.py": "a fresh copy of the pristine on an engine's host, before "
+                                      "any container has it",
     "benchmarks/bounds_cost.py": "clones of this project's own checkout",
     "benchmarks/cold_demo.py": "clones of this project's own checkout",
     "benchmarks/split_cost.py": "an earlier helper source from this project's own history",

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import transcripts
+from orchestrator.run import transcripts
 from orchestrator.errors import InputError
 from orchestrator.report.html import render_html
 from orchestrator.report.markdown import render_markdown

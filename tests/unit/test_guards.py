@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import canary as canary_mod
+from orchestrator.sandbox import canary as canary_mod
 from orchestrator.errors import InputError
 from orchestrator.isolation import guards
 from orchestrator.isolation.policy import DeclaredMount, GuardPolicy, GuardResult

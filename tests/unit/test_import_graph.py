@@ -192,14 +192,14 @@ def test_the_run_does_not_load_the_scorer() -> None:
     assert sorted(m for m in loaded if m.startswith("orchestrator.score")) == []
 
 
-@pytest.mark.parametrize("module", ["orchestrator.arms", "orchestrator.workfs",
-                                    "orchestrator.sandbox_spec", "orchestrator.kinds",
+@pytest.mark.parametrize("module", ["orchestrator.arms", "orchestrator.sandbox.workfs",
+                                    "orchestrator.sandbox.spec", "orchestrator.kinds",
                                     "orchestrator.line_index", "orchestrator.suite",
-                                    "orchestrator.run_document"])
+                                    "orchestrator.run.document"])
 def test_spec_modules_load_neither_the_runtime_nor_the_engine(module: str) -> None:
     loaded = loaded_by(package_graph(), module)
-    assert not loaded & {"orchestrator.sandbox", "orchestrator.selfcheck", "orchestrator.engine",
-                         "orchestrator.run.runner"}, sorted(loaded)
+    assert not loaded & {"orchestrator.sandbox.container", "orchestrator.sandbox.selfcheck",
+                         "orchestrator.engine", "orchestrator.run.runner"}, sorted(loaded)
 
 
 @pytest.mark.parametrize("script", sorted(p.stem for p in

@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
-from orchestrator import arms, corpus, podman, runtimes, suite
+from orchestrator import arms, corpus, suite
+from orchestrator.sandbox import podman
+from orchestrator.sandbox import runtimes
 from orchestrator.images import ImageLock
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import DOCKER_EXEC, RESIDENT, Limits, SandboxSpec, for_arm
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.sandbox.spec import DOCKER_EXEC, RESIDENT, Limits, SandboxSpec, for_arm
 from orchestrator.exports import compose, k8s
 from orchestrator.isolation import folds, guards, table
 from orchestrator.isolation.policy import GuardPolicy

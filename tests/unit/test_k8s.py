@@ -13,9 +13,9 @@ import pytest
 from orchestrator import arms, corpus, suite
 from orchestrator.errors import SandbenchError
 from orchestrator.images import ImageLock
-from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox.container import Sandbox
 from orchestrator.isolation.values import HELPER_PATH as HELPER
-from orchestrator.sandbox_spec import SandboxSpec, for_arm
+from orchestrator.sandbox.spec import SandboxSpec, for_arm
 from orchestrator.exports import k8s
 
 REPO = Path(__file__).resolve().parents[2]

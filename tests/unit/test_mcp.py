@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import arms, mcp
+from orchestrator import arms
+from orchestrator.sandbox import mcp
 from orchestrator.errors import InputError
-from orchestrator.transcripts import ExecRecord, StreamInfo, read_record
+from orchestrator.run.transcripts import ExecRecord, StreamInfo, read_record
 
 MCP_ARM = """
 description = "x"

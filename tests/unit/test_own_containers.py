@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator import images, remote
+from orchestrator import images
+from orchestrator.sandbox import remote
 from orchestrator.images import manifests
 from orchestrator.isolation import folds, table
 from orchestrator.isolation.setting import AGENT, HOLDER, MANIFEST, Setting, own

@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
-from orchestrator import corpus, placement, remote
+from orchestrator import corpus, placement
+from orchestrator.sandbox import remote
 from orchestrator.arms import ArmSpec
 from orchestrator.errors import SandbenchError
 from orchestrator.images import ImageLock
 from orchestrator.placement import engine_made, local
-from orchestrator.remote import RemoteSite
-from orchestrator.sandbox_spec import HelperFile, SandboxSpec
+from orchestrator.sandbox.remote import RemoteSite
+from orchestrator.sandbox.spec import HelperFile, SandboxSpec
 from orchestrator.untrusted import walk
 from orchestrator.run import pool
 
@@ -31,7 +32,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "orchestrator"
 PLACEMENT_BLIND = ("sandbox.py", *(f"run/{m}.py" for m in ("runner", "start", "ready", "prepare",
                                                           "cells", "measure")))
 IMPLEMENTATIONS = {"orchestrator.placement.local", "orchestrator.placement.engine_made",
-                   "orchestrator.remote"}
+                   "orchestrator.sandbox.remote"}
 IMPLEMENTATION_NAMES = {"LocalPlacement", "LocalHelper", "EngineMadePlacement",
                         "EngineMadeHelper", "RemoteSite", "helper_digest", "helper_path",
                         "volumes", "mounted", "copy_corpus", "make_arm_copy", "site"}

@@ -1,9 +1,9 @@
-"""Podman's equivalent answers (orchestrator/podman.py) as the outside guards read them: each
-read as Docker's only on Podman, and a real loosening still refused there."""
+"""Podman's equivalent answers (orchestrator/sandbox/podman.py) as the outside guards read them:
+each read as Docker's only on Podman, and a real loosening still refused there."""
 
 from __future__ import annotations
 
-from orchestrator import podman
+from orchestrator.sandbox import podman
 from orchestrator.isolation.values import EXECUTOR_CAPS
 
 PODMAN_VERSION = {"Components": [{"Name": "Podman Engine", "Version": "4.3.1"},

@@ -1,4 +1,4 @@
-"""The run document (orchestrator/run_document.py): a run.json written by the run loads typed and
+"""The run document (orchestrator/run/document.py): a run.json written by the run loads typed and
 is written again byte for byte; a damaged one is refused with one error naming the file, the
 key, what was expected and what was found."""
 
@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from orchestrator import run_document
+from orchestrator.run import document as run_document
 from orchestrator.errors import InputError
 from orchestrator.fsutil import canonical_json
-from orchestrator.sandbox_spec import EXEC_PATHS
-from orchestrator.shared_checks import load_schema
+from orchestrator.sandbox.spec import EXEC_PATHS
+from orchestrator.sandbox.shared_checks import load_schema
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "demo-run"
 GOLDEN_BYTES = (GOLDEN / "run.json").read_bytes()

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestrator import run_document
+from orchestrator.run import document as run_document
 from orchestrator.run import runner
 from orchestrator.errors import SandbenchError
 

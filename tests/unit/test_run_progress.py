@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from orchestrator import run_document
+from orchestrator.run import document as run_document
 from orchestrator.cli import app, progress
 from orchestrator.run import preflight
 from orchestrator.run import runner as run_runner
 from orchestrator.run.options import Progress
 from orchestrator.run.plan import ArmPlan, Plan
-from orchestrator.run_document import SETUP_CELL
+from orchestrator.run.document import SETUP_CELL
 
 runner = CliRunner()
 GOLDEN_RUN = Path(__file__).resolve().parents[1] / "golden" / "demo-run"

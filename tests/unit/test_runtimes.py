@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from orchestrator import corpus, runtimes, suite
+from orchestrator import corpus, suite
+from orchestrator.sandbox import runtimes
 from orchestrator.errors import InputError, SandbenchError
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import SandboxSpec
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.sandbox.spec import SandboxSpec
 from orchestrator.exports import compose, k8s
 from orchestrator.isolation import folds, guards, inside
 from orchestrator.isolation.policy import GuardPolicy, GuardResult

@@ -11,12 +11,14 @@ from typing import Any
 
 import pytest
 
-from orchestrator import arms, mcp, suite, transcripts
+from orchestrator import arms, suite
+from orchestrator.run import transcripts
+from orchestrator.sandbox import mcp
 from orchestrator.run import cells
 from orchestrator.run.plan import ArmPlan
-from orchestrator.run_document import SETUP_CELL
-from orchestrator.sandbox import Sandbox
-from orchestrator.transcripts import ExecRecord, StreamInfo
+from orchestrator.run.document import SETUP_CELL
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.run.transcripts import ExecRecord, StreamInfo
 
 REPO = Path(__file__).resolve().parents[2]
 EMPTY = StreamInfo("stdout", 0, 0, False, hashlib.sha256(b"").hexdigest())

@@ -13,7 +13,7 @@ from orchestrator import arms, corpus
 from orchestrator.errors import InputError
 from orchestrator.kinds import ALL_KINDS
 from orchestrator.settings import PACKAGE_DIR
-from orchestrator.shared_checks import load_schema
+from orchestrator.sandbox.shared_checks import load_schema
 from orchestrator.isolation.policy import GuardPolicy
 
 REPO = PACKAGE_DIR.parent

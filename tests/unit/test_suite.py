@@ -172,7 +172,7 @@ def test_the_scorer_core_is_found_from_its_imports_and_reaches_no_tool_parser() 
     the core without being listed anywhere; no core module imports a per-tool parser module,
     so leaving those out of the core hides nothing the scorer imports."""
     core = {p.relative_to(REPO).as_posix() for p in suite.scorer_sources(REPO, [])}
-    for module in ("orchestrator/transcripts.py", "orchestrator/suite/loading.py",
+    for module in ("orchestrator/run/transcripts.py", "orchestrator/suite/loading.py",
                    "orchestrator/fsutil.py", "orchestrator/score/cell.py",
                    "orchestrator/parsers/__init__.py", "orchestrator/untrusted/decode.py"):
         assert module in core, module

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import runtimes, suite
+from orchestrator import suite
+from orchestrator.sandbox import runtimes
 from orchestrator.errors import InputError
 from orchestrator.fsutil import read_toml
 from orchestrator.kinds import ALL_KINDS, INPUT_KEY
 from orchestrator.settings import PACKAGE_DIR
-from orchestrator.shared_checks import load_schema, schema_problem
+from orchestrator.sandbox.shared_checks import load_schema, schema_problem
 from orchestrator.suite import loading, task_file
 
 REPO = PACKAGE_DIR.parent

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import arms, suite, tool_try
+from orchestrator import arms, suite
+from orchestrator.sandbox import tool_try
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.settings import Settings, load_settings
 from orchestrator.suite import every_scorer_source
-from orchestrator.transcripts import StreamInfo, read_record
+from orchestrator.run.transcripts import StreamInfo, read_record
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 RUN = GOLDEN / "demo-run"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import transcripts
+from orchestrator.run import transcripts
 from orchestrator.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]

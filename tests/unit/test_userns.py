@@ -1,4 +1,4 @@
-"""An engine that remaps its containers' ids (orchestrator/userns.py): detected from `docker
+"""An engine that remaps its containers' ids (orchestrator/sandbox/userns.py): detected from `docker
 info`, the kernel's map parsed strictly, container ids turned into the host's, recorded in
 run.json and disclosed once per remapping engine, in engine order."""
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import run_document, userns
+from orchestrator.run import document as run_document
+from orchestrator.sandbox import userns
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import canonical_json
 from orchestrator.score.environment import disclosure

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import cleanup, workfs
+from orchestrator.sandbox import cleanup
+from orchestrator.sandbox import workfs
 from orchestrator.errors import SandbenchError
-from orchestrator.sandbox_spec import MIB, Limits
+from orchestrator.sandbox.spec import MIB, Limits
 from orchestrator.untrusted import walk
 from tests.unit.test_untrusted_walk import deep_tree
 

@@ -21,7 +21,7 @@ from orchestrator import arms as arms_mod
 from orchestrator import corpus as corpus_mod
 from orchestrator import kinds
 from orchestrator import suite as suite_mod
-from orchestrator import transcripts
+from orchestrator.run import transcripts
 
 from .damage import (
     JSON_TYPES,

@@ -7,16 +7,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import arms as arms_mod
-from orchestrator import images, log, one_sandbox, rundir, runtimes
+from orchestrator import images, log
+from orchestrator.run import rundir
+from orchestrator.sandbox import one_sandbox
+from orchestrator.sandbox import runtimes
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.images import ImageLock
 from orchestrator.isolation import guards
 from orchestrator.isolation.policy import GuardResult
 from orchestrator.run import pool
-from orchestrator.sandbox_spec import default_user
+from orchestrator.sandbox.spec import default_user
 from orchestrator.settings import Settings
-from orchestrator.transcripts import ExecRecord
+from orchestrator.run.transcripts import ExecRecord
 
 logger = log.get(__name__)
 

@@ -11,13 +11,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from orchestrator import corpus, placement, runtimes, workfs
+from orchestrator import corpus, placement
+from orchestrator.sandbox import runtimes
+from orchestrator.sandbox import workfs
 from orchestrator.arms import ArmSpec
 from orchestrator.engine import Engine
 from orchestrator.images import ImageLock
 from orchestrator.run import pool
-from orchestrator.sandbox import Sandbox
-from orchestrator.sandbox_spec import RESIDENT
+from orchestrator.sandbox.container import Sandbox
+from orchestrator.sandbox.spec import RESIDENT
 from orchestrator.settings import Settings
 
 

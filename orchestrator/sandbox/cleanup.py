@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import labels as lb
-from orchestrator import remote, workfs
+from orchestrator.sandbox import remote
+from orchestrator.sandbox import workfs
 from orchestrator.engine import Engine
 
 

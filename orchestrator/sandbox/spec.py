@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from orchestrator import runtimes
+from orchestrator.sandbox import runtimes
 from orchestrator.isolation import folds
 from orchestrator.isolation.limits import GIB as GIB
 from orchestrator.isolation.limits import MIB as MIB

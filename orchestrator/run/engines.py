@@ -55,7 +55,7 @@ class EngineRecord:
     userns: dict[str, Any] | None = None
     rootless: bool | None = None
     limits: dict[str, Any] | None = None
-    # docker or podman (orchestrator/podman.py); None in a run recorded before it was read.
+    # docker or podman (orchestrator/sandbox/podman.py); None in a run recorded before it was read.
     dialect: str | None = None
     preparation: Preparation | None = None
 

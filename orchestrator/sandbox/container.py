@@ -24,18 +24,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from orchestrator import (execproto, labels, log, placement, runtimes,
-                          sandbox_spec)
-from orchestrator import canary as canary_mod
+from orchestrator import labels, log, placement
+from orchestrator.sandbox import runtimes
+from orchestrator.sandbox import execproto
+from orchestrator.sandbox import spec as sandbox_spec
+from orchestrator.sandbox import canary as canary_mod
 from orchestrator.engine import AttachChannel, Engine, ExecStream
 from orchestrator.errors import EngineError, GuardViolation, SandbenchError
 from orchestrator.isolation import folds, guards, inside
 from orchestrator.isolation.policy import DeclaredMount, GuardPolicy, GuardResult
 from orchestrator.isolation.values import EXECUTOR_USER
 from orchestrator.isolation.values import HELPER_PATH as HELPER
-from orchestrator.sandbox_spec import MIB, SandboxSpec
+from orchestrator.sandbox.spec import MIB, SandboxSpec
 from orchestrator.fsutil import atomic_write_bytes
-from orchestrator.transcripts import (EXITED, GONE, RUNNING, ExecRecord, StreamInfo, classify,
+from orchestrator.run.transcripts import (EXITED, GONE, RUNNING, ExecRecord, StreamInfo, classify,
                                       sweep_flags, timing_flags, write_record)
 
 HOST_MARGIN_S = 30.0

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from orchestrator import __version__, log, suite
 from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_json, read_json, sha256_file
-from orchestrator.run_engines import EngineRecord, Preparation, engine_record
-from orchestrator.sandbox_spec import DOCKER_EXEC
-from orchestrator.shared_checks import check_schema
+from orchestrator.run.engines import EngineRecord, Preparation, engine_record
+from orchestrator.sandbox.spec import DOCKER_EXEC
+from orchestrator.sandbox.shared_checks import check_schema
 
 if TYPE_CHECKING:
     from orchestrator.arms import ArmSpec

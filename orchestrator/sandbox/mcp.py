@@ -33,7 +33,7 @@ from typing import Any
 from orchestrator.fsutil import atomic_write_bytes
 from orchestrator.kinds import PLACEHOLDER
 from orchestrator.isolation.limits import MIB
-from orchestrator.transcripts import (MCP_OUTCOMES, RECORD_NAME, ExecRecord, StreamInfo,
+from orchestrator.run.transcripts import (MCP_OUTCOMES, RECORD_NAME, ExecRecord, StreamInfo,
                                       write_record)
 from orchestrator.untrusted import decode as untrusted
 from orchestrator.untrusted.errors import HostileInput

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator import corpus, log, workfs
+from orchestrator import corpus, log
+from orchestrator.sandbox import workfs
 from orchestrator.corpus.git import CLEAN_GIT_ENV
 from orchestrator.engine import Engine
 from orchestrator.errors import ContainerFailed, EngineError, EngineNotFound, SandbenchError

@@ -22,18 +22,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator import arms, corpus, log, one_sandbox, rundir, suite
+from orchestrator import arms, corpus, log, suite
+from orchestrator.run import rundir
+from orchestrator.sandbox import one_sandbox
 from orchestrator.engine import Engine
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.images import ImageLock
 from orchestrator.kinds import EDGE_KINDS
 from orchestrator.run import measure
-from orchestrator.run_document import SETUP_CELL
-from orchestrator.sandbox_spec import default_user
+from orchestrator.run.document import SETUP_CELL
+from orchestrator.sandbox.spec import default_user
 from orchestrator.score.cell import Reading, grade_reading, read_output
 from orchestrator.score.correctness import answer_files
 from orchestrator.settings import Settings
-from orchestrator.transcripts import ExecRecord
+from orchestrator.run.transcripts import ExecRecord
 from orchestrator.untrusted.text import terminal
 
 EXCERPT_LINES = 8        # of a task's stdout shown

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from orchestrator import log
 from orchestrator.errors import SandbenchError
-from orchestrator.sandbox_spec import Limits
+from orchestrator.sandbox.spec import Limits
 from orchestrator.untrusted import paths as untrusted_paths
 from orchestrator.untrusted import walk
 from orchestrator.untrusted.errors import HostileInput

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.fsutil import atomic_write_json, read_json, sha256_file
-from orchestrator.shared_checks import check_schema
+from orchestrator.sandbox.shared_checks import check_schema
 
 SCHEMA = "sandbench.exec-record/1"
 SCHEMA_FILE = "exec-record.schema.json"
@@ -38,7 +38,8 @@ OUTCOMES = {
 }
 # What the engine says of an exec's container once the exec gave no result.
 RUNNING, EXITED, GONE = "running", "exited", "gone"
-# The outcomes of one call of an MCP session (orchestrator/mcp.py), each its own failure kind.
+# The outcomes of one call of an MCP session (orchestrator/sandbox/mcp.py), each its own
+# failure kind.
 MCP_OUTCOMES = {
     "mcp-server-exited": "the MCP server exited (or never started) before answering",
     "mcp-version-mismatch": "the MCP server answered initialize with another protocol "
@@ -90,7 +91,7 @@ class ExecRecord:
     # could span several engines.
     engine: str | None = None
     # A call of an MCP session: its record is derived from the session's transcript
-    # (orchestrator/mcp.py); None for every plain exec.
+    # (orchestrator/sandbox/mcp.py); None for every plain exec.
     mcp: dict[str, Any] | None = None
     # The container runtime the command ran under (runc or runsc); None in records made
     # before runtimes were declared, which ran under runc.

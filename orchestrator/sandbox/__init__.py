@@ -1,0 +1,1 @@
+"""The sandbox: one arm's hardened container and what runs in it."""
