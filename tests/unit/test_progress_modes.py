@@ -20,17 +20,15 @@ SANDBENCH_RUN = f'''
 import shutil, sys
 from pathlib import Path
 from orchestrator import log
-from orchestrator import run as run_mod
 from orchestrator.cli import app
-from orchestrator.engine import Engine
-from orchestrator.run import ArmPlan, Plan
+from orchestrator.run import preflight, runner
+from orchestrator.run.plan import ArmPlan, Plan
 
 root = Path(sys.argv[1])
 arm = ArmPlan("rg", None, None, "", None, (("a", 0), ("a", 1)))
-Engine.connect = classmethod(lambda cls, **_: None)
-run_mod.plan = lambda *_, **__: Plan(None, (arm,), ())
+preflight.check = lambda *_, **__: preflight.Preflight(Plan(None, (arm,), ()), (), ())
 
-def execute(*_, progress, **__):
+def execute(settings, options, checked, progress):
     log.get("sandbox").info("sandbox_started", arm="rg")  # the run log's, not the console's
     for task, rep in arm.cells:
         progress("rg", f"{{task}}/{{rep}}", "ok")
@@ -38,7 +36,7 @@ def execute(*_, progress, **__):
     shutil.copyfile("{GOLDEN_RUN / "run.json"}", root / "run" / "run.json")
     return root / "run"
 
-run_mod.execute = execute
+runner.execute = execute
 app(["run", "demo", "--bench-root", str(root)], prog_name="sandbench")
 '''
 
