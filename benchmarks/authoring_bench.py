@@ -33,8 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import corpus, suite
-from orchestrator.truth import rules as truth_rules
-from orchestrator.truth import sources as truth_sources
+from orchestrator.truth import rules as truth_rules, sources as truth_sources
 from orchestrator.corpus import foreign
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.settings import load_settings

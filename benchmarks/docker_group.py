@@ -27,8 +27,7 @@ from typing import Any
 
 from benchmarks import publish
 from orchestrator import images
-from orchestrator.sandbox import cleanup
-from orchestrator.sandbox import remote
+from orchestrator.sandbox import cleanup, remote
 from orchestrator.engine import Engine
 from orchestrator.images import ImageLock
 from orchestrator.settings import Settings, load_settings

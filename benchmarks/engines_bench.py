@@ -27,8 +27,7 @@ from orchestrator.fsutil import atomic_write_json
 from orchestrator.images import ImageLock
 from orchestrator.score import scorer
 from orchestrator.settings import Settings, load_settings
-from orchestrator.run import plan as run_plan
-from orchestrator.run import pool, ready, runner
+from orchestrator.run import plan as run_plan, pool, ready, runner
 from orchestrator.run.options import RunOptions
 
 JOBS = 2

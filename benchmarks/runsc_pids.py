@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import arms, images, log
-from orchestrator.sandbox import runtimes
-from orchestrator.sandbox import workfs
+from orchestrator.sandbox import runtimes, workfs
 from orchestrator.engine import Engine
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.sandbox.container import Sandbox

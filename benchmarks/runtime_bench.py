@@ -34,8 +34,7 @@ from typing import Any
 
 from benchmarks.sandbox_bench import ms, synth_corpus
 from orchestrator import arms, images, log, suite
-from orchestrator.sandbox import runtimes
-from orchestrator.sandbox import workfs
+from orchestrator.sandbox import runtimes, workfs
 from orchestrator.engine import Engine
 from orchestrator.fsutil import atomic_write_json
 from orchestrator.sandbox.container import Sandbox

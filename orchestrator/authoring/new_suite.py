@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import corpus
-from orchestrator import suite as suite_mod
+from orchestrator import corpus, suite as suite_mod
 from orchestrator.authoring import suite_tables, toml_text
 from orchestrator.authoring._common import bad as _bad
 from orchestrator.fsutil import atomic_write_text

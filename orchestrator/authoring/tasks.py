@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator import corpus
-from orchestrator import suite as suite_mod
+from orchestrator import corpus, suite as suite_mod
 from orchestrator.authoring import toml_text
 from orchestrator.authoring._common import bad as _bad
 from orchestrator.authoring.declared import (Declared, read_declared, task_tables, unreachable,
@@ -28,8 +27,7 @@ from orchestrator.errors import InputError
 from orchestrator.fsutil import atomic_write_bytes, atomic_write_text
 from orchestrator.kinds import INPUT_KEY
 from orchestrator.settings import Settings
-from orchestrator.truth import rules as truth_rules
-from orchestrator.truth import sources as truth_sources
+from orchestrator.truth import rules as truth_rules, sources as truth_sources
 from orchestrator.untrusted.text import markdown_cell, markdown_code_span
 
 

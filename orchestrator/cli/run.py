@@ -7,8 +7,7 @@ from pathlib import Path
 
 import typer
 
-from orchestrator.sandbox import engine_limits
-from orchestrator.sandbox import runtimes
+from orchestrator.sandbox import engine_limits, runtimes
 from orchestrator.cli._common import BenchRoot, Json, SuiteName, emit_json, settings
 from orchestrator.sandbox.spec import DOCKER_EXEC, RESIDENT
 from orchestrator.untrusted.text import terminal

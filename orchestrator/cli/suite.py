@@ -151,8 +151,7 @@ def new(name: str = typer.Argument(..., metavar="NAME", show_default=False,
         bench_root: Path = BenchRoot) -> None:
     """Create suites/NAME: suite.toml with the declared choices and a preregistration.md that
     states them (never overwrites). Then: sandbench suite add-tasks NAME --records FILE."""
-    from orchestrator import authoring
-    from orchestrator import suite as suite_mod
+    from orchestrator import authoring, suite as suite_mod
     cfg = settings(bench_root)
     choices = authoring.SuiteChoices(
         name=name, corpus=corpus_id, arms=tuple(a.strip() for a in arms.split(",")),

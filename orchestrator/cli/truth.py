@@ -105,8 +105,7 @@ def rule_refs(pristine: Path = Pristine,
               as_json: bool = Json) -> None:
     """core: the files naming NAME in code; admissible: naming it only in comments or
     strings."""
-    from orchestrator.truth import rules as truth_rules
-    from orchestrator.truth import sources as truth_sources
+    from orchestrator.truth import rules as truth_rules, sources as truth_sources
     from orchestrator.corpus import foreign
     with foreign.opened(pristine, "PRISTINE") as checkout:
         result = truth_rules.refs(truth_sources.Sources(checkout), symbol, ext, rule)
@@ -124,8 +123,7 @@ def rule_impact(pristine: Path = Pristine,
                 as_json: bool = Json) -> None:
     """graded: the fix's files beyond SEED, unioned with every file naming in code a type
     SEED declares (one hop, dependents only)."""
-    from orchestrator.truth import rules as truth_rules
-    from orchestrator.truth import sources as truth_sources
+    from orchestrator.truth import rules as truth_rules, sources as truth_sources
     from orchestrator.corpus import foreign
     if bool(fixes) != (mirror is not None):
         raise InputError.bad_value("the command line", "--mirror/--fix", "both (a fix in a "
@@ -149,8 +147,7 @@ def rule_declares(pristine: Path = Pristine,
                   as_json: bool = Json) -> None:
     """The non-test files whose code declares what TERM names (a published task whose
     question is a search term); in path order, the first is a locate task's primary."""
-    from orchestrator.truth import rules as truth_rules
-    from orchestrator.truth import sources as truth_sources
+    from orchestrator.truth import rules as truth_rules, sources as truth_sources
     from orchestrator.corpus import foreign
     with foreign.opened(pristine, "PRISTINE") as checkout:
         result = truth_rules.declarations(truth_sources.Sources(checkout), term, what, ext,

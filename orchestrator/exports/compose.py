@@ -17,8 +17,7 @@ import yaml
 
 from orchestrator import arms, images, suite
 from orchestrator.run import document as run_document
-from orchestrator.sandbox import mcp
-from orchestrator.sandbox import spec as sandbox_spec
+from orchestrator.sandbox import mcp, spec as sandbox_spec
 from orchestrator.errors import SandbenchError
 from orchestrator.fsutil import atomic_write_text
 from orchestrator.isolation import facets, folds

@@ -22,17 +22,15 @@ import yaml
 
 from orchestrator import arms, corpus, labels, suite
 from orchestrator.run import document as run_document
-from orchestrator.sandbox import runtimes
-from orchestrator.sandbox import workfs
-from orchestrator.sandbox import spec as sandbox_spec
+from orchestrator.sandbox import runtimes, spec as sandbox_spec, workfs
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.fsutil import atomic_write_text, read_json
 from orchestrator.exports.compose import PlainDumper
 from orchestrator.images import ImageLock
 from orchestrator.isolation import facets, folds
 from orchestrator.isolation.policy import GuardPolicy
-from orchestrator.isolation.values import K8S_MANAGED_BY, NODE_HELPER_DIR, Job
-from orchestrator.isolation.values import HELPER_PATH as HELPER
+from orchestrator.isolation.values import (HELPER_PATH as HELPER, Job, K8S_MANAGED_BY,
+                                           NODE_HELPER_DIR)
 from orchestrator.sandbox.spec import (ARM_MOUNTS, DOCKER_EXEC, HelperFile, SandboxSpec,
                                        default_user)
 from orchestrator.settings import Settings

@@ -20,8 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator import labels as lb
-from orchestrator import log
+from orchestrator import labels as lb, log
 from orchestrator.errors import EngineError, InputError
 from orchestrator.fsutil import sha256_bytes, sha256_file
 from orchestrator.images import helper as host_helper

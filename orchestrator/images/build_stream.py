@@ -19,8 +19,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
-from orchestrator import labels as lb
-from orchestrator import log
+from orchestrator import labels as lb, log
 from orchestrator.errors import EngineError
 from orchestrator.images.build_faults import FaultWatch
 from orchestrator.untrusted import limits

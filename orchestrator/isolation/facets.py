@@ -8,8 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from orchestrator import labels
-from orchestrator.sandbox import podman
-from orchestrator.sandbox import runtimes
+from orchestrator.sandbox import podman, runtimes
 from orchestrator.isolation.values import (
     COMPOSE_HELPER, EXECUTOR_CAPS, EXECUTOR_USER, HELPER_IDLE, HELPER_PATH, HELPER_SERVE,
     K8S_MANAGED_BY, NODE_HELPER_DIR, RESIDENT, SHA256_HEX, Check, View)

@@ -19,8 +19,7 @@ to the engine.
 from __future__ import annotations
 
 from orchestrator import labels
-from orchestrator.sandbox import podman
-from orchestrator.sandbox import runtimes
+from orchestrator.sandbox import podman, runtimes
 from orchestrator.isolation import facets, inside, k8s_read
 from orchestrator.isolation.setting import Setting, nothing, own
 from orchestrator.isolation.values import (

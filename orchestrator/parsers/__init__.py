@@ -60,8 +60,7 @@ from typing import Any, Protocol, TypeVar
 
 from orchestrator.errors import InputError
 from orchestrator.kinds import ALL_KINDS
-from orchestrator.untrusted import decode as untrusted
-from orchestrator.untrusted import limits
+from orchestrator.untrusted import decode as untrusted, limits
 from orchestrator.untrusted.errors import HostileInput
 from orchestrator.untrusted.strings import portable
 

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator import corpus, log
-from orchestrator.sandbox import remote
-from orchestrator.sandbox import spec as sandbox_spec
+from orchestrator.sandbox import remote, spec as sandbox_spec
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
 from orchestrator.isolation import guards

@@ -14,9 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator import corpus, log
-from orchestrator.sandbox import userns
-from orchestrator.sandbox import workfs
-from orchestrator.sandbox import spec as sandbox_spec
+from orchestrator.sandbox import spec as sandbox_spec, userns, workfs
 from orchestrator.arms import ArmSpec
 from orchestrator.images import ImageLock
 from orchestrator.isolation import guards

@@ -11,9 +11,8 @@ from typing import Any
 from orchestrator.report import edges, grading, leaders, notes, predictions, tables, tasks, verdict
 from orchestrator.score.environment import LABELS
 from orchestrator.score.listed import full_length
-from orchestrator.untrusted.text import markdown_cell, markdown_code, terminal
-from orchestrator.untrusted.text import markdown_code_span as code
-from orchestrator.untrusted.text import markdown_inline as md
+from orchestrator.untrusted.text import (markdown_cell, markdown_code, markdown_code_span as code,
+                                         markdown_inline as md, terminal)
 
 TITLE = "sandbench results"
 

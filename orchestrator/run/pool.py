@@ -22,9 +22,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from orchestrator import log
-from orchestrator.sandbox import podman
-from orchestrator.sandbox import engine_limits
-from orchestrator.sandbox import userns
+from orchestrator.sandbox import engine_limits, podman, userns
 from orchestrator.engine import Engine, engine_address, tls_config
 from orchestrator.errors import InputError, SandbenchError
 from orchestrator.images import ImageLock

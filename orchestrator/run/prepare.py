@@ -17,8 +17,7 @@ from pathlib import Path
 
 from orchestrator import corpus, log, placement
 from orchestrator.run import document as run_document
-from orchestrator.sandbox import engine_limits
-from orchestrator.sandbox import workfs
+from orchestrator.sandbox import engine_limits, workfs
 from orchestrator.errors import GuardViolation, InputError
 from orchestrator.fsutil import atomic_write_json, read_json
 from orchestrator.images import ImageLock

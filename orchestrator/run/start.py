@@ -8,11 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orchestrator import corpus, log, suite
-from orchestrator.run import document as run_document
-from orchestrator.run import rundir
-from orchestrator.sandbox import cleanup
-from orchestrator.sandbox import runtimes
-from orchestrator.sandbox import workfs
+from orchestrator.run import document as run_document, rundir
+from orchestrator.sandbox import cleanup, runtimes, workfs
 from orchestrator.errors import InputError
 from orchestrator.images import ImageLock
 from orchestrator.run.options import Progress, RunContext, RunOptions

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import labels as lb
-from orchestrator.sandbox import remote
-from orchestrator.sandbox import workfs
+from orchestrator.sandbox import remote, workfs
 from orchestrator.engine import Engine
 
 

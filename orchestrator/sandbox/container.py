@@ -25,16 +25,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from orchestrator import labels, log, placement
-from orchestrator.sandbox import runtimes
-from orchestrator.sandbox import execproto
-from orchestrator.sandbox import spec as sandbox_spec
-from orchestrator.sandbox import canary as canary_mod
+from orchestrator.sandbox import canary as canary_mod, execproto, runtimes, spec as sandbox_spec
 from orchestrator.engine import AttachChannel, Engine, ExecStream
 from orchestrator.errors import EngineError, GuardViolation, SandbenchError
 from orchestrator.isolation import folds, guards, inside
 from orchestrator.isolation.policy import DeclaredMount, GuardPolicy, GuardResult
-from orchestrator.isolation.values import EXECUTOR_USER
-from orchestrator.isolation.values import HELPER_PATH as HELPER
+from orchestrator.isolation.values import EXECUTOR_USER, HELPER_PATH as HELPER
 from orchestrator.sandbox.spec import MIB, SandboxSpec
 from orchestrator.fsutil import atomic_write_bytes
 from orchestrator.run.transcripts import (EXITED, GONE, RUNNING, ExecRecord, StreamInfo, classify,

@@ -12,8 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from orchestrator import corpus, placement
-from orchestrator.sandbox import runtimes
-from orchestrator.sandbox import workfs
+from orchestrator.sandbox import runtimes, workfs
 from orchestrator.arms import ArmSpec
 from orchestrator.engine import Engine
 from orchestrator.images import ImageLock

@@ -6,11 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import arms as arms_mod
-from orchestrator import images, log
+from orchestrator import arms as arms_mod, images, log
 from orchestrator.run import rundir
-from orchestrator.sandbox import one_sandbox
-from orchestrator.sandbox import runtimes
+from orchestrator.sandbox import one_sandbox, runtimes
 from orchestrator.engine import Engine
 from orchestrator.errors import GuardViolation
 from orchestrator.images import ImageLock

@@ -15,15 +15,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from orchestrator.sandbox import runtimes
 from orchestrator.isolation import folds
-from orchestrator.isolation.limits import GIB as GIB
-from orchestrator.isolation.limits import MIB as MIB
-from orchestrator.isolation.limits import Limits as Limits
-from orchestrator.isolation.spec import ContainerSpec, state_home
-from orchestrator.isolation.spec import HelperFile as HelperFile
-from orchestrator.isolation.spec import Mount as Mount
-from orchestrator.isolation.values import DOCKER_EXEC as DOCKER_EXEC
-from orchestrator.isolation.values import EXEC_PATHS as EXEC_PATHS
-from orchestrator.isolation.values import RESIDENT, TOOL_USER
+from orchestrator.isolation.limits import GIB as GIB, Limits as Limits, MIB as MIB
+from orchestrator.isolation.spec import (ContainerSpec, HelperFile as HelperFile, Mount as Mount,
+                                         state_home)
+from orchestrator.isolation.values import (DOCKER_EXEC as DOCKER_EXEC, EXEC_PATHS as EXEC_PATHS,
+                                           RESIDENT, TOOL_USER)
 
 if TYPE_CHECKING:  # the arm only arrives as an argument
     from orchestrator.arms import ArmSpec

@@ -6,7 +6,8 @@ made and verified as `sandbox exec` makes it (`one_sandbox`: a private copy of t
 guard verified), and what the arm's parser reads of its output is shown, read and graded by
 the scorer's own functions (`score.cell.read_output`, `score.cell.grade_reading`). Nothing
 here is a measurement: one invocation per task, no reps, no run document; the transcripts
-stay under RUNS/try-ARM-*.
+stay under RUNS/try-ARM-*. An MCP arm's call for each task is sent in a session of its own
+after its set-up session, as a run sends its cold rep.
 
 The tool's output is hostile: the excerpt is a bounded head of its stdout, every string
 shown is escaped for the terminal and cut, and each task's output is read and parsed alone,
@@ -23,19 +24,19 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import arms, corpus, log, suite
-from orchestrator.run import rundir
-from orchestrator.sandbox import one_sandbox
 from orchestrator.engine import Engine
-from orchestrator.errors import InputError, SandbenchError
+from orchestrator.errors import InputError
 from orchestrator.images import ImageLock
 from orchestrator.kinds import EDGE_KINDS
-from orchestrator.run import measure
+from orchestrator.run import measure, rundir
 from orchestrator.run.document import SETUP_CELL
+from orchestrator.run.transcripts import ExecRecord
+from orchestrator.sandbox import mcp, one_sandbox
+from orchestrator.sandbox.container import Sandbox
 from orchestrator.sandbox.spec import default_user
 from orchestrator.score.cell import Reading, grade_reading, read_output
 from orchestrator.score.correctness import answer_files
 from orchestrator.settings import Settings
-from orchestrator.run.transcripts import ExecRecord
 from orchestrator.untrusted.text import terminal
 
 EXCERPT_LINES = 8        # of a task's stdout shown
@@ -145,17 +146,9 @@ def run(connect: Callable[[], Engine], settings: Settings, planned: Planned,
         runtime: str | None = None) -> Tried:
     """Every rendered command run once in the arm's verified sandbox on a private corpus
     copy (its set-up first, when it has one), on the engine `connect` returns once nothing
-    else refuses the arm."""
+    else refuses the arm. An MCP arm's set-up is its set-up session and each task a session
+    of its own that sends the task's call once, as a run's cold rep."""
     spec, the_suite = planned.arm, planned.suite
-    if spec.mcp is not None:
-        raise SandbenchError(
-            f"arm {spec.name!r} speaks MCP: sandbox try runs only command arms",
-            why="a run measures an MCP arm in sessions of its own loop "
-                "(orchestrator/run/measure.py), which runs a whole arm and cannot be called "
-                "for one task",
-            fix=f"see the calls: sandbench sandbox try {spec.name} --suite {the_suite.name} "
-                "--render-only; run them: sandbench run "
-                f"{the_suite.name} --arm {spec.name}")
     ImageLock.load(settings.images_lock).image_id(spec.image)  # built, before anything starts
     lock_file = corpus.lock_path(settings)
     pin = corpus.pin_for(corpus.load_lock(lock_file), the_suite.corpus, lock_file)
@@ -165,28 +158,82 @@ def run(connect: Callable[[], Engine], settings: Settings, planned: Planned,
     log.configure(run_dir / "log.jsonl")
     user = default_user()
     out = run_dir / "cells" / spec.name
-    entries = []
     with one_sandbox.member(engine, settings, run_id, user) as one, \
             one_sandbox.arm_sandbox(one, settings, spec, run_id, run_dir, user,
                                     runtime=the_suite.runtime.of(spec.name, runtime),
                                     pristine=(corpus.corpus_dir(settings, pin.id), pin)) as box:
         box.verify(run_dir / "guards" / spec.name)
-        setup = None if spec.setup is None else exec_summary(box.exec(
-            list(spec.setup.argv), out / SETUP_CELL, timeout_s=spec.setup.timeout_s))
+        execs = _Sessions(box, the_suite, spec, out) if spec.mcp is not None else \
+            _Execs(box, the_suite, spec, out)
+        setup = execs.setup()
         gone = f"{setup['outcome']} in the set-up" if setup and setup["outcome"] in SANDBOX_GONE \
             else None
+        entries = []
         for rendered in planned.tasks:
-            if not rendered.argv or gone is not None:
+            if (not rendered.argv and rendered.call is None) or gone is not None:
                 entries.append({**rendered.to_json(), "exec": None, "not_run": gone})
                 continue
-            cell = out / rendered.task.id
-            record = box.exec(list(rendered.argv), cell, timeout_s=the_suite.timeout_s)
+            record, cell = execs.task(rendered)
             entries.append(tried(the_suite, spec, rendered, record,
                                  (cell / record.stdout.path).read_bytes(),
                                  (cell / record.stderr.path).read_bytes()))
             if record.outcome in SANDBOX_GONE:
                 gone = f"{record.outcome} in task {rendered.task.id}"
     return Tried(planned, entries, run_dir, setup)
+
+
+@dataclass(frozen=True)
+class _Execs:
+    """A command arm: its set-up command, then each task's command, one exec each."""
+
+    box: Sandbox
+    suite: suite.Suite
+    spec: arms.ArmSpec
+    out: Path
+
+    def setup(self) -> dict[str, Any] | None:
+        if self.spec.setup is None:
+            return None
+        return exec_summary(self.box.exec(list(self.spec.setup.argv), self.out / SETUP_CELL,
+                                          timeout_s=self.spec.setup.timeout_s))
+
+    def task(self, rendered: Rendered) -> tuple[ExecRecord, Path]:
+        cell = self.out / rendered.task.id
+        return self.box.exec(list(rendered.argv), cell, timeout_s=self.suite.timeout_s), cell
+
+
+@dataclass(frozen=True)
+class _Sessions:
+    """An MCP arm, as the run measures one (`run.measure`): a set-up session (initialize
+    and the arm's set-up calls), then per task a session sending its call once; each call's
+    record is derived from its session's transcript (`sandbox.mcp`)."""
+
+    box: Sandbox
+    suite: suite.Suite
+    spec: arms.ArmSpec
+    out: Path
+
+    def _session(self, calls: list[mcp.ToolCall], folder: Path) -> tuple[ExecRecord, Path]:
+        server = self.spec.mcp
+        assert server is not None
+        session = folder / mcp.SESSION
+        argv = mcp.session_argv(server, calls, self.suite.timeout_s, self.box.spec.workdir)
+        return self.box.exec(argv, session, timeout_s=mcp.session_timeout_s(
+            server, len(calls), self.suite.timeout_s)), session
+
+    def setup(self) -> dict[str, Any]:
+        server = self.spec.mcp
+        assert server is not None
+        folder = self.out / SETUP_CELL
+        record, session = self._session(list(server.setup_calls), folder)
+        return exec_summary(mcp.setup_record(record, session, folder, server))
+
+    def task(self, rendered: Rendered) -> tuple[ExecRecord, Path]:
+        folder = self.out / rendered.task.id
+        call = measure.task_call(self.spec, rendered.task)
+        record, session = self._session([call], folder)
+        (cold,) = mcp.task_records(record, session, folder, call, 0)
+        return cold, folder / "0"
 
 
 def exec_summary(record: ExecRecord) -> dict[str, Any]:
@@ -341,9 +388,12 @@ def text_report(tried: Tried) -> list[str]:
     planned = tried.planned
     lines = [f"arm {terminal(planned.arm.name)} on suite {terminal(planned.suite.name)}: "
              f"{len(tried.entries)} tasks" + ("" if tried.run_dir else ", commands only")]
-    if planned.arm.setup is not None and tried.setup is not None:
-        lines += ["", f"set-up  $ {terminal(shlex.join(planned.arm.setup.argv))}",
-                  "  " + exec_line(tried.setup)]
+    server, setup = planned.arm.mcp, planned.arm.setup
+    if tried.setup is not None:
+        what = (f"MCP session: initialize and {len(server.setup_calls)} set-up call(s)"
+                if server is not None else
+                f"$ {terminal(shlex.join(setup.argv))}" if setup is not None else "")
+        lines += ["", f"set-up  {what}", "  " + exec_line(tried.setup)]
     for entry in tried.entries:
         lines += ["", *text_lines(entry)]
     if tried.run_dir is not None:

@@ -27,8 +27,7 @@ from pathlib import Path
 from orchestrator import log
 from orchestrator.errors import SandbenchError
 from orchestrator.sandbox.spec import Limits
-from orchestrator.untrusted import paths as untrusted_paths
-from orchestrator.untrusted import walk
+from orchestrator.untrusted import paths as untrusted_paths, walk
 from orchestrator.untrusted.errors import HostileInput
 
 IMAGE_SUFFIX = ".ext4"

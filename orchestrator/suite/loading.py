@@ -30,8 +30,7 @@ from orchestrator.suite.model import (
     COMPARABLE_KEY, COMPARABLE_SHAPE, EDGE_BAND_KEYS, FAMILIES, GRADING_KEYS,
     ORACLE_KEYS, ORACLE_OPTIONAL_KEYS, TEST_FILES, TRUTH_RULES,
     GradingRules, OracleRef, Suite, Task, comparable_seals)
-from orchestrator.suite.task_file import bad as _bad
-from orchestrator.suite.task_file import check_rules, grading, load_task
+from orchestrator.suite.task_file import bad as _bad, check_rules, grading, load_task
 
 # What suite.toml may hold, checked before anything is read from it.
 SCHEMA = "suite.schema.json"

@@ -19,13 +19,11 @@ import pytest
 from benchmarks.second_engine import SecondEngine
 from orchestrator import suite
 from orchestrator.run import transcripts
-from orchestrator.sandbox import cleanup
-from orchestrator.sandbox import mcp
+from orchestrator.sandbox import cleanup, mcp
 from orchestrator.engine import Engine, engine_address
 from orchestrator.score import scorer
 from orchestrator.settings import Settings
-from orchestrator.run import plan as run_plan
-from orchestrator.run import pool, ready, runner
+from orchestrator.run import plan as run_plan, pool, ready, runner
 from orchestrator.run.options import RunOptions
 from tests.integration.conftest import project_copy
 

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import images
-from orchestrator import labels as lb
+from orchestrator import images, labels as lb
 from orchestrator.engine import Engine
 from orchestrator.images.prune import prune
 from orchestrator.settings import Settings

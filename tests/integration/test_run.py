@@ -15,13 +15,10 @@ import pytest
 
 from orchestrator import corpus, images, parsers, suite
 from orchestrator.run import transcripts
-from orchestrator.sandbox import cleanup
-from orchestrator.sandbox import mcp
-from orchestrator.sandbox import workfs
+from orchestrator.sandbox import cleanup, mcp, workfs
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings
-from orchestrator.run import plan as run_plan
-from orchestrator.run import pool, runner
+from orchestrator.run import plan as run_plan, pool, runner
 from orchestrator.run.options import RunOptions
 
 pytestmark = pytest.mark.integration

@@ -38,9 +38,10 @@ def project(built: Settings, tmp_path_factory: pytest.TempPathFactory) -> Settin
     return settings
 
 
-def _try(project: Settings, monkeypatch: pytest.MonkeyPatch, *args: str) -> dict[str, Any]:
+def _try(project: Settings, monkeypatch: pytest.MonkeyPatch, *args: str,
+         arm: str = "rg") -> dict[str, Any]:
     monkeypatch.setenv("SANDBENCH_PROJECT", str(project.project_root))
-    result = runner.invoke(app, ["sandbox", "try", "rg", "--suite", "demo", "--bench-root",
+    result = runner.invoke(app, ["sandbox", "try", arm, "--suite", "demo", "--bench-root",
                                  str(project.bench_root), "--json", *args],
                            catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -66,6 +67,32 @@ def test_one_task_reads_what_the_golden_runs_scorer_read(
     (verified,) = guards.audit(run_dir)
     assert verified.arm == "rg" and verified.ok
     assert read_record(run_dir / "cells" / "rg" / TASK / "record.json").argv == entry["argv"]
+    assert not cleanup.find(engine, run_id=run_dir.name)
+
+
+def test_an_mcp_arm_sends_each_call_in_a_session_and_reads_what_the_golden_scorer_read(
+        engine: Engine, project: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """code-index-mcp: its set-up session, then the task's call in a session of its own; the
+    call's record is derived from the session as a run derives its cold rep."""
+    task = "references-cart-line"
+    out = _try(project, monkeypatch, "--task", task, arm="code-index-mcp")
+    assert out["setup"]["outcome"] == "ok"
+    (entry,) = out["tasks"]
+    golden = next(c for c in SCORES["cells"] if (c["arm"], c["task"]) == ("code-index-mcp", task))
+    golden_call = json.loads((GOLDEN / "cells" / "code-index-mcp" / task / "0" /
+                              "record.json").read_text())["argv"]
+    assert ["tools/call", entry["call"]["tool"],
+            json.dumps(entry["call"]["arguments"], sort_keys=True)] == golden_call
+    assert entry["exec"]["outcome"] == "ok" and entry["failure"] is None
+    assert entry["parsed"]["files"] == golden["grade"]["files_named"]
+    assert sorted(entry["truth"]["hits"]) == sorted(golden["grade"]["hits"])
+    assert entry["truth"]["verdict"] == golden["verdict"]
+    run_dir = Path(out["run_dir"])
+    (verified,) = guards.audit(run_dir)
+    assert verified.arm == "code-index-mcp" and verified.ok
+    cell = run_dir / "cells" / "code-index-mcp" / task
+    assert read_record(cell / "0" / "record.json").argv == golden_call
+    assert (cell / "session").is_dir()
     assert not cleanup.find(engine, run_id=run_dir.name)
 
 

@@ -32,8 +32,7 @@ import pytest
 
 from orchestrator import arms, corpus, images, suite
 from orchestrator.run import rundir
-from orchestrator.sandbox import canary
-from orchestrator.sandbox import workfs
+from orchestrator.sandbox import canary, workfs
 from orchestrator import labels as lb
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings, load_settings

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import images
-from orchestrator import labels as lb
+from orchestrator import images, labels as lb
 from orchestrator.engine import Engine
 from orchestrator.settings import Settings
 from orchestrator.untrusted import limits

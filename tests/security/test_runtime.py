@@ -24,9 +24,7 @@ from typing import Any
 import pytest
 
 from orchestrator import arms
-from orchestrator.sandbox import one_sandbox
-from orchestrator.sandbox import runtimes
-from orchestrator.sandbox import canary as canary_mod
+from orchestrator.sandbox import canary as canary_mod, one_sandbox, runtimes
 from orchestrator.errors import GuardViolation
 from orchestrator.sandbox.container import Sandbox
 from orchestrator.sandbox.spec import default_user

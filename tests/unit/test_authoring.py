@@ -17,8 +17,7 @@ from typer.testing import CliRunner
 
 from orchestrator import suite
 from orchestrator.authoring import toml_text
-from orchestrator.truth import rules as truth_rules
-from orchestrator.truth import sources as truth_sources
+from orchestrator.truth import rules as truth_rules, sources as truth_sources
 from orchestrator.cli import app
 from orchestrator.corpus import foreign
 from orchestrator.corpus.git import clean_git

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.sandbox import engine_limits
-from orchestrator.sandbox import userns
+from orchestrator.sandbox import engine_limits, userns
 from orchestrator.run.document import EngineRecord
 
 ROOTLESS_V1_WARNING = ("WARNING: Running in rootless-mode without cgroups. To enable cgroups "

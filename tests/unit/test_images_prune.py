@@ -14,8 +14,7 @@ import pytest
 from orchestrator.errors import EngineError, InputError, SandbenchError
 from orchestrator.images import ImageLock
 from orchestrator.images.prune import candidates, data_root_free, kept_ids, parse_size, prune
-from orchestrator.images.build_stream import BuildStream, StageImages
-from orchestrator.images.build_stream import engine_time as _engine_time
+from orchestrator.images.build_stream import BuildStream, engine_time as _engine_time, StageImages
 
 
 def _image(image_id: str, name: str, created: int, *, tags: tuple[str, ...] = (),

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from orchestrator import arms, corpus, suite
-from orchestrator.sandbox import podman
-from orchestrator.sandbox import runtimes
+from orchestrator.sandbox import podman, runtimes
 from orchestrator.images import ImageLock
 from orchestrator.sandbox.container import Sandbox
 from orchestrator.sandbox.spec import DOCKER_EXEC, RESIDENT, Limits, SandboxSpec, for_arm

@@ -19,8 +19,7 @@ import pytest
 from orchestrator import arms, suite
 from orchestrator.oracle import build, scip, truth
 from orchestrator.oracle.sources import PinnedSources
-from orchestrator.untrusted import limits
-from orchestrator.untrusted import paths as untrusted_paths
+from orchestrator.untrusted import limits, paths as untrusted_paths
 from orchestrator.untrusted.errors import HostileInput
 from tests.unit.test_oracle_truth import MONEY, _int, _len, _varint, document, index, occurrence
 

@@ -19,8 +19,7 @@ import pytest
 from test_score_fixtures import Arm, Cell, RunBuilder, rg_rows
 from typer.testing import CliRunner
 
-from orchestrator.report import html as page
-from orchestrator.report import leaders, plots, tables, tasks, verdict
+from orchestrator.report import html as page, leaders, plots, tables, tasks, verdict
 from orchestrator.score import score_run
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "demo-run"
@@ -275,8 +274,7 @@ def run_dir(tmp_path: Path) -> Path:
 def _app():
     import typer
 
-    from orchestrator.cli import SandbenchGroup
-    from orchestrator.cli import score as score_cli
+    from orchestrator.cli import SandbenchGroup, score as score_cli
 
     app = typer.Typer(cls=SandbenchGroup, add_completion=False, pretty_exceptions_enable=False)
     app.command("score")(score_cli.score)

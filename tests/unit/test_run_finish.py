@@ -9,8 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestrator.run import document as run_document
-from orchestrator.run import runner
+from orchestrator.run import document as run_document, runner
 from orchestrator.errors import SandbenchError
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "demo-run"

@@ -14,8 +14,7 @@ from typer.testing import CliRunner
 
 from orchestrator.run import document as run_document
 from orchestrator.cli import app, progress
-from orchestrator.run import preflight
-from orchestrator.run import runner as run_runner
+from orchestrator.run import preflight, runner as run_runner
 from orchestrator.run.options import Progress
 from orchestrator.run.plan import ArmPlan, Plan
 from orchestrator.run.document import SETUP_CELL

@@ -12,8 +12,7 @@ import typer
 from test_score_fixtures import Arm, Cell, RunBuilder, rg_rows
 from typer.testing import CliRunner
 
-from orchestrator.cli import SandbenchGroup
-from orchestrator.cli import score as score_cli
+from orchestrator.cli import SandbenchGroup, score as score_cli
 
 runner = CliRunner()
 

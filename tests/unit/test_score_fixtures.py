@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import line_index
-from orchestrator import suite as suite_mod
+from orchestrator import line_index, suite as suite_mod
 from orchestrator.fsutil import canonical_json, sha256_file
 from orchestrator.score.inputs import SOURCE_ROOT
 

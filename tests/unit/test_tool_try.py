@@ -14,7 +14,7 @@ import pytest
 
 from orchestrator import arms, suite
 from orchestrator.sandbox import tool_try
-from orchestrator.errors import InputError, SandbenchError
+from orchestrator.errors import InputError
 from orchestrator.settings import Settings, load_settings
 from orchestrator.suite import every_scorer_source
 from orchestrator.run.transcripts import StreamInfo, read_record
@@ -25,7 +25,7 @@ GOLDEN_SUITE = suite.load_suite(GOLDEN / "suites", "demo")
 CHECKOUT = load_settings()
 SCORES = json.loads((RUN / "scores.json").read_text())
 # Every exec arm's cell the golden run graded on its cold rep (an MCP arm's REP record is
-# derived from its session: `try` refuses to run one).
+# derived from its session: the integration test runs one).
 EXEC_CELLS = sorted((c["arm"], c["task"]) for c in SCORES["cells"]
                     if c["graded_rep"] == 0 and not arms.load_arms(
                         CHECKOUT.arms_dir, [c["arm"]])[0].mcp)
@@ -108,21 +108,18 @@ def test_not_attempted_kinds_show_the_arms_quote_and_run_nothing() -> None:
     assert lines[0] == "impact-sku  (impact, not attempted)"
 
 
-def test_an_mcp_arm_renders_its_call_and_is_refused_before_any_engine() -> None:
+def test_an_mcp_arm_renders_its_call() -> None:
     spec = _spec("code-index-mcp")
     task = _task("references-cart-line")
     rendered = tool_try.render(spec, task)
     assert rendered.call == {"tool": "search_code_advanced", "arguments": {
         **spec.calls["references"].arguments, "pattern": "\\bCartLine\\b",
         "file_pattern": "*.ts"}}
-    planned = tool_try.Planned(GOLDEN_SUITE, spec, (rendered,))
-
-    def no_engine() -> None:
-        raise AssertionError("the engine was asked for")
-
-    with pytest.raises(SandbenchError, match="speaks MCP") as caught:
-        tool_try.run(no_engine, CHECKOUT, planned)  # type: ignore[arg-type]
-    assert "--render-only" in (caught.value.fix or "")
+    assert rendered.argv == () and rendered.command == "arm"
+    lines = tool_try.text_lines(rendered.to_json())
+    assert lines[1] == ('  tools/call search_code_advanced {"case_sensitive": true, "file_pattern":'
+                        ' "*.ts", "max_results": 1000, "pattern": "\\\\bCartLine\\\\b", '
+                        '"regex": true}')
 
 
 HOSTILE = (b"\x1b[2J\x1b]0;owned\x07./src/a.rs:1:x\r\n\xff\xfe\n"

@@ -25,8 +25,7 @@ from typing import Any
 import pytest
 
 from orchestrator import parsers
-from orchestrator.sandbox import mcp
-from orchestrator.sandbox import execproto
+from orchestrator.sandbox import execproto, mcp
 from orchestrator.score.shapes import Shape, parse_output
 from orchestrator.parsers.aider_repomap import BANNERS
 from orchestrator.oracle import rust_sites, scip

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sandbox import cleanup
-from orchestrator.sandbox import workfs
+from orchestrator.sandbox import cleanup, workfs
 from orchestrator.errors import SandbenchError
 from orchestrator.sandbox.spec import MIB, Limits
 from orchestrator.untrusted import walk

@@ -17,10 +17,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from orchestrator import arms as arms_mod
-from orchestrator import corpus as corpus_mod
-from orchestrator import kinds
-from orchestrator import suite as suite_mod
+from orchestrator import arms as arms_mod, corpus as corpus_mod, kinds, suite as suite_mod
 from orchestrator.run import transcripts
 
 from .damage import (
